@@ -1,0 +1,109 @@
+#include "ember/core/allocator.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "ember/core/check.h"
+
+namespace ember {
+
+DataPtr& DataPtr::operator=(DataPtr&& o) noexcept {
+  if (this != &o) {
+    reset();
+    data_ = o.data_;
+    ctx_ = o.ctx_;
+    deleter_ = o.deleter_;
+    device_ = o.device_;
+    o.data_ = nullptr;
+    o.ctx_ = nullptr;
+    o.deleter_ = nullptr;
+  }
+  return *this;
+}
+
+void DataPtr::reset() {
+  if (deleter_) deleter_(ctx_, data_);
+  data_ = nullptr;
+  ctx_ = nullptr;
+  deleter_ = nullptr;
+}
+
+namespace {
+
+struct Counters {
+  std::atomic<int64_t> allocated{0};
+  std::atomic<int64_t> peak{0};
+  std::atomic<int64_t> num_allocations{0};
+  std::atomic<int64_t> num_frees{0};
+};
+
+Counters& cpu_counters() {
+  static Counters c;
+  return c;
+}
+
+class CpuAllocator final : public Allocator {
+ public:
+  DataPtr allocate(size_t nbytes) override {
+    if (nbytes == 0) return DataPtr(nullptr, nullptr, nullptr, Device(kCPU));
+    size_t padded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+    EMBER_CHECK(padded >= nbytes, "[allocate] cannot allocate ", nbytes, " bytes: size overflows");
+    void* p = std::aligned_alloc(kCpuAlignment, padded);
+    EMBER_CHECK(p != nullptr, "[allocate] out of memory: failed to allocate ", nbytes,
+                " bytes on cpu (", memory_allocated(), " bytes already held by tensors)");
+    Counters& c = cpu_counters();
+    int64_t now = c.allocated.fetch_add(static_cast<int64_t>(nbytes), std::memory_order_relaxed) +
+                  static_cast<int64_t>(nbytes);
+    int64_t peak = c.peak.load(std::memory_order_relaxed);
+    while (now > peak && !c.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+    }
+    c.num_allocations.fetch_add(1, std::memory_order_relaxed);
+    // The context carries the requested size so the free updates the counters exactly.
+    return DataPtr(p, reinterpret_cast<void*>(nbytes), &CpuAllocator::free_block, Device(kCPU));
+  }
+
+ private:
+  static void free_block(void* ctx, void* data) {
+    std::free(data);
+    Counters& c = cpu_counters();
+    c.allocated.fetch_sub(static_cast<int64_t>(reinterpret_cast<size_t>(ctx)),
+                          std::memory_order_relaxed);
+    c.num_frees.fetch_add(1, std::memory_order_relaxed);
+  }
+};
+
+void check_cpu(Device device, const char* op) {
+  EMBER_CHECK(device.is_cpu(), "[", op, "] device ", device,
+              " is not available: this build of ember has only the cpu backend");
+}
+
+}  // namespace
+
+Allocator* get_allocator(DeviceType type) {
+  static CpuAllocator cpu;
+  check_cpu(Device(type), "get_allocator");
+  return &cpu;
+}
+
+MemoryStats memory_stats(Device device) {
+  check_cpu(device, "memory_stats");
+  Counters& c = cpu_counters();
+  MemoryStats s;
+  s.allocated_bytes = c.allocated.load(std::memory_order_relaxed);
+  s.peak_allocated_bytes = c.peak.load(std::memory_order_relaxed);
+  s.num_allocations = c.num_allocations.load(std::memory_order_relaxed);
+  s.num_frees = c.num_frees.load(std::memory_order_relaxed);
+  s.active_allocations = s.num_allocations - s.num_frees;
+  return s;
+}
+
+void reset_peak_memory_stats(Device device) {
+  check_cpu(device, "reset_peak_memory_stats");
+  Counters& c = cpu_counters();
+  c.peak.store(c.allocated.load(std::memory_order_relaxed), std::memory_order_relaxed);
+}
+
+int64_t memory_allocated(Device device) { return memory_stats(device).allocated_bytes; }
+
+}  // namespace ember

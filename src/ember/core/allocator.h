@@ -1,0 +1,64 @@
+#pragma once
+// Memory for tensor storages. The CPU allocator hands out 64-byte-aligned blocks (one
+// cache line, the widest AVX-512 load) and keeps statistics readable through
+// ember::memory_stats(), so tests and the profiler can see what a program holds.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "ember/core/device.h"
+
+namespace ember {
+
+// An owned block of memory and how to free it. Move-only.
+class DataPtr {
+ public:
+  using Deleter = void (*)(void* ctx, void* data);
+  DataPtr() = default;
+  DataPtr(void* data, void* ctx, Deleter deleter, Device device)
+      : data_(data), ctx_(ctx), deleter_(deleter), device_(device) {}
+  DataPtr(const DataPtr&) = delete;
+  DataPtr& operator=(const DataPtr&) = delete;
+  DataPtr(DataPtr&& o) noexcept { *this = static_cast<DataPtr&&>(o); }
+  DataPtr& operator=(DataPtr&& o) noexcept;
+  ~DataPtr() { reset(); }
+
+  void* get() const { return data_; }
+  Device device() const { return device_; }
+  void reset();
+
+ private:
+  void* data_ = nullptr;
+  void* ctx_ = nullptr;
+  Deleter deleter_ = nullptr;
+  Device device_;
+};
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  // Returns a block of at least nbytes; a zero-byte request returns a null block.
+  virtual DataPtr allocate(size_t nbytes) = 0;
+};
+
+// The allocator for a device type; throws ember::Error for a backend not built.
+Allocator* get_allocator(DeviceType type);
+
+inline constexpr size_t kCpuAlignment = 64;
+
+// Counters of the CPU allocator. Bytes are the sizes requested, before alignment padding.
+struct MemoryStats {
+  int64_t allocated_bytes = 0;       // held now
+  int64_t peak_allocated_bytes = 0;  // highest value of allocated_bytes since the last reset
+  int64_t num_allocations = 0;       // allocate() calls that returned memory, ever
+  int64_t num_frees = 0;             // blocks given back, ever
+  int64_t active_allocations = 0;    // blocks held now
+};
+
+MemoryStats memory_stats(Device device = Device(kCPU));
+// Sets the peak to the current number of allocated bytes.
+void reset_peak_memory_stats(Device device = Device(kCPU));
+// Shorthand for memory_stats().allocated_bytes (torch.cuda.memory_allocated's CPU twin).
+int64_t memory_allocated(Device device = Device(kCPU));
+
+}  // namespace ember

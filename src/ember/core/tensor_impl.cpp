@@ -1,0 +1,65 @@
+#include "ember/core/tensor_impl.h"
+
+#include "ember/autograd/autograd_meta.h"
+#include "ember/core/check.h"
+
+namespace ember {
+
+Storage make_storage(size_t nbytes, Device device) {
+  return Storage::make(get_allocator(device.type())->allocate(nbytes), nbytes);
+}
+
+bool compute_contiguous(IntArrayRef sizes, IntArrayRef strides) {
+  int64_t expected = 1;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    if (sizes[d] == 0) return true;
+    if (sizes[d] == 1) continue;
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+DimVector contiguous_strides(IntArrayRef sizes) {
+  DimVector strides(sizes.size());
+  int64_t s = 1;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    strides[d] = s;
+    s *= sizes[d] > 1 ? sizes[d] : 1;
+  }
+  return strides;
+}
+
+TensorImpl::TensorImpl(Storage storage, DType dtype, IntArrayRef sizes, IntArrayRef strides,
+                       int64_t storage_offset)
+    : storage_(std::move(storage)),
+      sizes_(sizes),
+      strides_(strides),
+      storage_offset_(storage_offset),
+      dtype_(dtype) {
+  refresh();
+}
+
+TensorImpl::~TensorImpl() = default;
+
+void TensorImpl::set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides,
+                                       int64_t storage_offset) {
+  sizes_ = sizes;
+  strides_ = strides;
+  storage_offset_ = storage_offset;
+  refresh();
+}
+
+void TensorImpl::refresh() {
+  int64_t n = 1;
+  for (int64_t s : sizes_) n *= s;
+  numel_ = n;
+  is_contiguous_ = compute_contiguous(sizes_, strides_);
+}
+
+autograd::AutogradMeta& TensorImpl::ensure_autograd_meta() {
+  if (!autograd_meta_) autograd_meta_ = std::make_unique<autograd::AutogradMeta>();
+  return *autograd_meta_;
+}
+
+}  // namespace ember

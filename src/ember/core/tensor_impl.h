@@ -1,0 +1,68 @@
+#pragma once
+// TensorImpl: the (storage, sizes, strides, offset, dtype) tuple behind a Tensor handle.
+// Views are new TensorImpls over the same Storage.
+
+#include <cstdint>
+#include <memory>
+
+#include "ember/core/dtype.h"
+#include "ember/core/shape.h"
+#include "ember/core/storage.h"
+
+namespace ember {
+
+namespace autograd {
+struct AutogradMeta;  // defined in ember/autograd/autograd_meta.h
+}
+
+class TensorImpl final : public IntrusiveTarget {
+ public:
+  TensorImpl(Storage storage, DType dtype, IntArrayRef sizes, IntArrayRef strides,
+             int64_t storage_offset);
+  ~TensorImpl() override;
+
+  IntArrayRef sizes() const { return sizes_; }
+  IntArrayRef strides() const { return strides_; }
+  int64_t dim() const { return static_cast<int64_t>(sizes_.size()); }
+  int64_t numel() const { return numel_; }
+  int64_t storage_offset() const { return storage_offset_; }
+  DType dtype() const { return dtype_; }
+  Device device() const { return storage_->device(); }
+  bool is_contiguous() const { return is_contiguous_; }
+  const Storage& storage() const { return storage_; }
+  // Address of element [0, 0, ...]; null for tensors without memory.
+  void* data() const {
+    auto* base = static_cast<char*>(storage_->data());
+    return base ? base + storage_offset_ * static_cast<int64_t>(element_size(dtype_)) : nullptr;
+  }
+
+  // Replaces the geometry (used by in-place shape changes such as detach_ and resize).
+  void set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
+
+  autograd::AutogradMeta* autograd_meta() const { return autograd_meta_.get(); }
+  // Creates the autograd record on first use.
+  autograd::AutogradMeta& ensure_autograd_meta();
+
+ private:
+  void refresh();
+
+  Storage storage_;
+  DimVector sizes_;
+  DimVector strides_;
+  int64_t storage_offset_ = 0;
+  int64_t numel_ = 1;
+  std::unique_ptr<autograd::AutogradMeta> autograd_meta_;
+  DType dtype_;
+  bool is_contiguous_ = true;
+};
+
+// Millions of tensors can be alive at once (activations, optimizer state); growing this
+// struct costs memory and cache misses on every op. Raise the bound only with a reason.
+static_assert(sizeof(TensorImpl) <= 192, "TensorImpl grew; see the comment above");
+
+// True when sizes/strides describe row-major order with no gaps (size-1 dims ignored).
+bool compute_contiguous(IntArrayRef sizes, IntArrayRef strides);
+// Row-major strides for sizes.
+DimVector contiguous_strides(IntArrayRef sizes);
+
+}  // namespace ember

@@ -1,0 +1,52 @@
+#pragma once
+// Internal: ElementwiseIter walks several same-shaped (after broadcasting) strided
+// operands together. Operand 0 is the output. It reorders dims so the innermost loop
+// runs over the smallest strides, merges dims that are contiguous in every operand, and
+// hands the kernel 1-D runs: loop(data, strides, n) where data[k] points at operand k's
+// first element of the run and strides[k] is its step in bytes.
+
+#include <cstdint>
+
+#include "ember/core/function_ref.h"
+#include "ember/core/shape.h"
+#include "ember/core/tensor.h"
+
+namespace ember::kernels {
+
+using LoopFn = FunctionRef<void(char** data, const int64_t* strides, int64_t n)>;
+
+class ElementwiseIter {
+ public:
+  static constexpr int kMaxOperands = 8;
+
+  // shape: the common (broadcast) shape. Operands are added with add(); each must be
+  // broadcastable to shape (its missing or size-1 dims get stride 0).
+  explicit ElementwiseIter(IntArrayRef shape);
+  void add(const Tensor& t);
+  // Adds raw strided data: element strides per dim of `shape`.
+  void add_raw(void* data, DType dtype, IntArrayRef elem_strides);
+  // Reorders and coalesces dims; call once after the last add().
+  void build();
+
+  int64_t numel() const { return numel_; }
+  int ndim() const { return static_cast<int>(shape_.size()); }
+  int num_operands() const { return nops_; }
+  DType dtype(int k) const { return dtypes_[k]; }
+  // True when every operand is contiguous (or a broadcast scalar) along one flat run.
+  bool is_contiguous_run() const { return ndim() <= 1; }
+
+  // Runs loop over the elements [begin, end) of the iteration order.
+  void serial_for_each(LoopFn loop, int64_t begin, int64_t end) const;
+  // Runs loop over everything, in parallel chunks of `grain` elements.
+  void for_each(LoopFn loop, int64_t grain = 32768) const;
+
+ private:
+  DimVector shape_;               // innermost first after build()
+  DimVector strides_[kMaxOperands];  // bytes, innermost first after build()
+  char* data_[kMaxOperands] = {};
+  DType dtypes_[kMaxOperands] = {};
+  int nops_ = 0;
+  int64_t numel_ = 1;
+};
+
+}  // namespace ember::kernels
