@@ -13,4 +13,5 @@
 #include "ember/core/tensor.h"
 #include "ember/core/tensor_options.h"
 #include "ember/ops/creation.h"
+#include "ember/ops/type_promotion.h"
 #include "ember/ops/view.h"

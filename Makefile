@@ -1,0 +1,52 @@
+# ember: top-level entry points. Every target runs scripts/setup.sh first (it returns at
+# once when the Debian packages are already there), then configures and builds with CMake.
+#
+#   make            build (Release, -O3 -march=native)
+#   make test       build and run every test (CTest)
+#   make demo       build and run the main example
+#   make bench      build and run the benchmarks (ember vs PyTorch, same process)
+#   make sanitize   build with -fsanitize=address,undefined in build-asan/ and run the tests
+#
+# Options: NATIVE=OFF drops -march=native; WERROR=ON turns warnings into errors;
+# JOBS=N sets build parallelism; CMAKE_FLAGS=... passes anything else to CMake.
+
+BUILD_DIR ?= build
+ASAN_DIR ?= build-asan
+JOBS ?= $(shell nproc)
+NATIVE ?= ON
+WERROR ?= OFF
+CMAKE_FLAGS ?=
+CTEST_FLAGS ?= --output-on-failure --timeout 900
+
+CONFIGURE = cmake -S . -DCMAKE_BUILD_TYPE=Release -DEMBER_NATIVE=$(NATIVE) -DEMBER_WERROR=$(WERROR) $(CMAKE_FLAGS)
+
+.PHONY: all setup build test demo bench sanitize clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+build: setup
+	@$(CONFIGURE) -B $(BUILD_DIR) > $(BUILD_DIR).configure.log 2>&1 || (cat $(BUILD_DIR).configure.log; exit 1)
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+test: build
+	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -j $(JOBS)
+
+demo: build
+	@./$(BUILD_DIR)/examples/tensor_tour
+
+bench: build
+	@if [ -x $(BUILD_DIR)/bench/run_all ]; then ./$(BUILD_DIR)/bench/run_all; \
+	 else echo "bench: no benchmarks are built yet (they arrive with the ops issue)"; fi
+
+sanitize: setup
+	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=address,undefined \
+	  -DEMBER_NATIVE=$(NATIVE) -DEMBER_WERROR=$(WERROR) -DEMBER_BUILD_PARITY=OFF -DEMBER_BUILD_BENCH=OFF \
+	  $(CMAKE_FLAGS) > $(ASAN_DIR).configure.log 2>&1 || (cat $(ASAN_DIR).configure.log; exit 1)
+	@cmake --build $(ASAN_DIR) -j $(JOBS)
+	@cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1 ctest $(CTEST_FLAGS) -j $(JOBS) -E install
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(BUILD_DIR).configure.log $(ASAN_DIR).configure.log

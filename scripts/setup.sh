@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs every Debian package that ember's build, tests, benchmarks and examples need.
+# Idempotent: exits quickly when everything is present. Run as root (CI and the dev
+# machines are root); otherwise it prints the exact command to run.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain and build
+  g++ cmake make pkg-config
+  # tests and benchmarks
+  googletest libgtest-dev libgmock-dev libbenchmark-dev
+  # kernels: BLAS (OpenMP build, shares OpenMP threads with ours) and vector math
+  libopenblas-openmp-dev libsleef-dev
+  # the reference implementation for parity tests and benchmarks: PyTorch 1.13
+  libtorch-dev python3-torch python3-numpy
+  # data: gzip'd IDX files, and the Fashion-MNIST data set for the main job
+  zlib1g-dev dataset-fashion-mnist
+  # Python bindings
+  pybind11-dev python3-dev
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "setup: missing Debian packages: ${missing[*]}"
+cmd="apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "setup: not root; run this as root, then try again:"
+  echo "  sudo sh -c '$cmd'"
+  exit 1
+fi
+apt-get update
+DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+echo "setup: done"

@@ -1,0 +1,173 @@
+// The tensor object: handles, storage sharing, the version counter, metadata accessors,
+// DimVector, and the guarantees against misuse (errors, never crashes).
+
+#include <gtest/gtest.h>
+
+#include <ember/ember.h>
+
+#include <cstring>
+
+namespace {
+
+using namespace ember;
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Tensor, HandleCopiesShareTheImpl) {
+  Tensor a = zeros({2, 3});
+  EXPECT_EQ(a.use_count(), 1u);
+  Tensor b = a;
+  EXPECT_EQ(a.use_count(), 2u);
+  EXPECT_TRUE(b.is_same(a));
+  b.fill_(7);
+  EXPECT_EQ(a.to_vector<float>()[5], 7.0f);
+  Tensor c = std::move(b);
+  EXPECT_FALSE(b.defined());
+  EXPECT_EQ(a.use_count(), 2u);
+}
+
+TEST(Tensor, StorageModelOfTheTransposedMatrix) {
+  Tensor a = arange(12).reshape({3, 4});
+  EXPECT_EQ(a.strides().vec(), (std::vector<int64_t>{4, 1}));
+  EXPECT_TRUE(a.is_contiguous());
+  Tensor at = a.t();
+  EXPECT_EQ(at.strides().vec(), (std::vector<int64_t>{1, 4}));
+  EXPECT_TRUE(at.is_same_storage(a));
+  EXPECT_FALSE(at.is_contiguous());
+  std::string msg = error_of([&] { at.view({12}); });
+  EXPECT_NE(msg.find("[view]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("reshape()"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[4, 3]"), std::string::npos) << msg;
+  Tensor r = at.reshape({12});
+  EXPECT_FALSE(r.is_same_storage(a));
+  EXPECT_EQ(r.to_vector<int64_t>(), (std::vector<int64_t>{0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11}));
+}
+
+TEST(Tensor, MetadataAccessors) {
+  Tensor t = zeros({2, 3, 4}, kFloat64);
+  EXPECT_EQ(t.dim(), 3);
+  EXPECT_EQ(t.numel(), 24);
+  EXPECT_EQ(t.size(-1), 4);
+  EXPECT_EQ(t.stride(0), 12);
+  EXPECT_EQ(t.element_size(), 8u);
+  EXPECT_EQ(t.nbytes(), 192u);
+  EXPECT_EQ(t.dtype(), kFloat64);
+  EXPECT_TRUE(t.device().is_cpu());
+  Tensor s = t.select(0, 1).slice(1, 1, 3);
+  EXPECT_EQ(s.storage_offset(), 12 + 1);
+  EXPECT_EQ(s.sizes().vec(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(s.nbytes(), 3u * 2u * 8u) << "nbytes counts the view's elements";
+  EXPECT_EQ(static_cast<char*>(s.data_ptr()) - static_cast<char*>(t.data_ptr()), 13 * 8);
+  EXPECT_THROW(t.size(3), Error);
+  EXPECT_THROW(t.stride(-4), Error);
+  EXPECT_THROW(zeros({}).size(0), Error);
+}
+
+TEST(Tensor, VersionCounterIsSharedByViews) {
+  Tensor base = zeros({4, 4});
+  Tensor row = base[2];
+  Tensor col = base.t()[1];
+  EXPECT_EQ(base._version(), 0u);
+  row.fill_(1.0);
+  EXPECT_EQ(base._version(), 1u);
+  EXPECT_EQ(col._version(), 1u);
+  col.copy_(ones({4}));
+  EXPECT_EQ(row._version(), 2u);
+  base.zero_();
+  EXPECT_EQ(col._version(), 3u);
+  // Copies have their own counter.
+  Tensor c = base.clone();
+  c.fill_(2);
+  EXPECT_EQ(base._version(), 3u);
+  EXPECT_EQ(c._version(), 1u);
+  // Writes through the views land in the base.
+  row.fill_(5);
+  EXPECT_EQ(base.to_vector<float>()[8], 5.0f);
+}
+
+TEST(Tensor, UndefinedTensorsThrowInsteadOfCrashing) {
+  Tensor u;
+  EXPECT_FALSE(u.defined());
+  EXPECT_THROW(u.sizes(), Error);
+  EXPECT_THROW(u.numel(), Error);
+  EXPECT_THROW(u.dtype(), Error);
+  EXPECT_THROW(u.data_ptr(), Error);
+  EXPECT_THROW(u.view({1}), Error);
+  EXPECT_THROW(u.clone(), Error);
+  EXPECT_THROW(zeros({1}).copy_(u), Error);
+  EXPECT_THROW(u.item<float>(), Error);
+  EXPECT_THROW(u.requires_grad(), Error);
+  EXPECT_NE(error_of([&] { u.sizes(); }).find("undefined"), std::string::npos);
+}
+
+TEST(Tensor, RequiresGradFlag) {
+  Tensor f = zeros({2});
+  EXPECT_FALSE(f.requires_grad());
+  f.requires_grad_();
+  EXPECT_TRUE(f.requires_grad());
+  f.requires_grad_(false);
+  EXPECT_FALSE(f.requires_grad());
+  EXPECT_TRUE(ones({2}, requires_grad()).requires_grad());
+  std::string msg = error_of([] { zeros({2}, kInt64).requires_grad_(); });
+  EXPECT_NE(msg.find("floating point"), std::string::npos) << msg;
+}
+
+TEST(Tensor, ItemAndDataPtr) {
+  EXPECT_EQ(tensor(int64_t(7)).item<int64_t>(), 7);
+  EXPECT_FLOAT_EQ(tensor({2.5}).item<float>(), 2.5f);
+  EXPECT_EQ(tensor({2.5}).item<int>(), 2);
+  EXPECT_TRUE(tensor({true}).item<bool>());
+  EXPECT_DOUBLE_EQ(tensor({1.25}, kHalf).item().to_double(), 1.25);
+  EXPECT_TRUE(tensor({3}).item().is_integral());
+  EXPECT_NE(error_of([] { zeros({2}).item<float>(); }).find("2 elements"), std::string::npos);
+  Tensor t = zeros({3}, kInt32);
+  EXPECT_NO_THROW(t.data_ptr<int32_t>());
+  std::string msg = error_of([&] { t.data_ptr<float>(); });
+  EXPECT_NE(msg.find("int32"), std::string::npos) << msg;
+}
+
+TEST(Tensor, ContiguityRules) {
+  // Size-1 dims do not break contiguity whatever their stride (as in PyTorch).
+  Tensor a = zeros({3, 1, 4}).as_strided({3, 1, 4}, {4, 99, 1}, 0);
+  EXPECT_TRUE(a.is_contiguous());
+  EXPECT_TRUE(zeros({0, 5}).t().is_contiguous());
+  EXPECT_FALSE(zeros({2, 3}).expand({4, 2, 3}).is_contiguous());
+  EXPECT_TRUE(zeros({1, 3}).expand({1, 3}).is_contiguous());
+  EXPECT_EQ(compute_contiguous({2, 3}, {3, 1}), true);
+  EXPECT_EQ(contiguous_strides({2, 0, 3}).vec(), (std::vector<int64_t>{3, 3, 1}));
+}
+
+TEST(Tensor, ImplSizeIsBounded) { EXPECT_LE(sizeof(TensorImpl), 192u); }
+
+TEST(DimVector, InlineHeapCopyMove) {
+  DimVector v{1, 2, 3};
+  EXPECT_EQ(v.size(), 3u);
+  for (int i = 4; i <= 9; ++i) v.push_back(i);  // spills to the heap past 5
+  EXPECT_EQ(v.size(), 9u);
+  EXPECT_EQ(v[8], 9);
+  DimVector w = v;
+  w[0] = 100;
+  EXPECT_EQ(v[0], 1);
+  DimVector m = std::move(w);
+  EXPECT_EQ(m[0], 100);
+  EXPECT_EQ(m.size(), 9u);
+  m.erase(0);
+  EXPECT_EQ(m[0], 2);
+  m.insert(1, -5);
+  EXPECT_EQ(m.vec(), (std::vector<int64_t>{2, -5, 3, 4, 5, 6, 7, 8, 9}));
+  DimVector small{7, 8};
+  DimVector moved(std::move(small));
+  EXPECT_EQ(moved.vec(), (std::vector<int64_t>{7, 8}));
+  m = moved;
+  EXPECT_EQ(m.vec(), (std::vector<int64_t>{7, 8}));
+  EXPECT_TRUE(IntArrayRef({1, 2}) == IntArrayRef(std::vector<int64_t>{1, 2}));
+}
+
+}  // namespace
