@@ -6,9 +6,11 @@
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <limits>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace ember {
 namespace {
@@ -45,6 +47,9 @@ TEST_F(PrintTest, IntegerTensors) {
   EXPECT_EQ(Repr(tensor({{-1, 20}, {300, -4}})),
             "tensor([[ -1,  20],\n"
             "        [300,  -4]])");
+  // torch.tensor([-9223372036854775808, 5])
+  EXPECT_EQ(Repr(tensor(std::vector<int64_t>{std::numeric_limits<int64_t>::min(), 5})),
+            "tensor([-9223372036854775808,                    5])");
 }
 
 TEST_F(PrintTest, FloatIntMode) {
@@ -58,6 +63,8 @@ TEST_F(PrintTest, FloatIntMode) {
             "        [3., 4., 5.]])");
   // torch.zeros(3)
   EXPECT_EQ(Repr(zeros({3})), "tensor([0., 0., 0.])");
+  // torch.tensor([1e8]): 1e8 itself is not above 1e8.
+  EXPECT_EQ(Repr(tensor({1e8})), "tensor([100000000.])");
   // torch.tensor([1., 1000.]): a ratio of exactly 1000 stays in int mode.
   EXPECT_EQ(Repr(tensor({1., 1000.})), "tensor([   1., 1000.])");
 }
@@ -113,7 +120,7 @@ TEST_F(PrintTest, NanAndInf) {
   // torch.tensor([1e-5, nan, -inf, 100.])
   EXPECT_EQ(Repr(tensor({1e-5, kNan, -kInf, 100.})),
             "tensor([1.0000e-05,        nan,       -inf, 1.0000e+02])");
-  // torch.tensor(-nan) prints "nan": the sign of a NaN is never shown.
+  // torch.tensor([-nan, 1.5]): the sign of a NaN is never shown.
   EXPECT_EQ(Repr(tensor({-kNan, 1.5})), "tensor([   nan, 1.5000])");
 }
 
@@ -258,6 +265,15 @@ TEST_F(PrintTest, HigherDimensions) {
 TEST_F(PrintTest, SummarisesBigTensors) {
   // torch.arange(2000)
   EXPECT_EQ(Repr(arange(2000)), "tensor([   0,    1,    2,  ..., 1997, 1998, 1999])");
+  // torch.arange(2000).reshape(1000, 2): only the long dim is cut.
+  EXPECT_EQ(Repr(arange(2000).reshape({1000, 2})),
+            "tensor([[   0,    1],\n"
+            "        [   2,    3],\n"
+            "        [   4,    5],\n"
+            "        ...,\n"
+            "        [1994, 1995],\n"
+            "        [1996, 1997],\n"
+            "        [1998, 1999]])");
   // torch.arange(0., 1001.): only the shown values decide the width.
   EXPECT_EQ(Repr(arange(0., 1001.)), "tensor([   0.,    1.,    2.,  ...,  998.,  999., 1000.])");
   // torch.arange(10000.).reshape(100, 100)
@@ -499,6 +515,10 @@ TEST_F(PrintTest, ThresholdEdgeItemsAndLineWidth) {
   set_printoptions(opts);
   // torch.set_printoptions(threshold=5); torch.arange(10)
   EXPECT_EQ(Repr(arange(10)), "tensor([0, 1, 2,  ..., 7, 8, 9])");
+  // torch.arange(6).reshape(2, 3): over the threshold, but no dim is longer than 2 * edgeitems.
+  EXPECT_EQ(Repr(arange(6).reshape({2, 3})),
+            "tensor([[0, 1, 2],\n"
+            "        [3, 4, 5]])");
 
   opts.edgeitems = 1;
   set_printoptions(opts);
