@@ -15,3 +15,8 @@
 #include "ember/ops/creation.h"
 #include "ember/ops/type_promotion.h"
 #include "ember/ops/view.h"
+#include "ember/core/op_scope.h"
+#include "ember/ops/index.h"
+#include "ember/ops/join.h"
+#include "ember/ops/linalg.h"
+#include "ember/ops/sort.h"

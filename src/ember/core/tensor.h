@@ -6,6 +6,8 @@
 #include <iosfwd>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -140,6 +142,263 @@ class Tensor {
   // Integers uniform in [from, to).
   Tensor& random_(int64_t from, int64_t to, Generator gen = {});
 
+  // ======== operations (declared here, implemented per family under src/ember/ops/) ========
+  // ---- pointwise, unary (ops/pointwise.cpp); each has an in-place twin op_() ----
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor sign() const;
+  Tensor exp() const;
+  Tensor exp2() const;
+  Tensor expm1() const;
+  Tensor log() const;
+  Tensor log2() const;
+  Tensor log10() const;
+  Tensor log1p() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor reciprocal() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tan() const;
+  Tensor asin() const;
+  Tensor acos() const;
+  Tensor atan() const;
+  Tensor sinh() const;
+  Tensor cosh() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  // approximate: "none" (erf form) or "tanh".
+  Tensor gelu(std::string_view approximate = "none") const;
+  Tensor silu() const;
+  Tensor softplus(const Scalar& beta = 1, const Scalar& threshold = 20) const;
+  Tensor erf() const;
+  Tensor erfinv() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;
+  Tensor trunc() const;
+  Tensor frac() const;
+  Tensor clamp(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor clamp(const Tensor& min, const Tensor& max) const;
+  Tensor clamp_min(const Scalar& min) const;
+  Tensor clamp_max(const Scalar& max) const;
+  Tensor nan_to_num(std::optional<double> nan = 0.0, std::optional<double> posinf = std::nullopt,
+                    std::optional<double> neginf = std::nullopt) const;
+  Tensor logical_not() const;
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
+  Tensor& neg_();
+  Tensor& abs_();
+  Tensor& sign_();
+  Tensor& exp_();
+  Tensor& exp2_();
+  Tensor& expm1_();
+  Tensor& log_();
+  Tensor& log2_();
+  Tensor& log10_();
+  Tensor& log1p_();
+  Tensor& sqrt_();
+  Tensor& rsqrt_();
+  Tensor& reciprocal_();
+  Tensor& sin_();
+  Tensor& cos_();
+  Tensor& tan_();
+  Tensor& asin_();
+  Tensor& acos_();
+  Tensor& atan_();
+  Tensor& sinh_();
+  Tensor& cosh_();
+  Tensor& tanh_();
+  Tensor& sigmoid_();
+  Tensor& relu_();
+  Tensor& erf_();
+  Tensor& erfinv_();
+  Tensor& floor_();
+  Tensor& ceil_();
+  Tensor& round_();
+  Tensor& trunc_();
+  Tensor& frac_();
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
+  Tensor& clamp_min_(const Scalar& min);
+  Tensor& clamp_max_(const Scalar& max);
+  Tensor& nan_to_num_(std::optional<double> nan = 0.0, std::optional<double> posinf = std::nullopt,
+                      std::optional<double> neginf = std::nullopt);
+
+  // ---- pointwise, binary (ops/pointwise.cpp): broadcasting + type promotion ----
+  Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor add(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor mul(const Scalar& other) const;
+  // rounding_mode: none (true division), "trunc" or "floor".
+  Tensor div(const Tensor& other, std::optional<std::string_view> rounding_mode = std::nullopt) const;
+  Tensor div(const Scalar& other, std::optional<std::string_view> rounding_mode = std::nullopt) const;
+  Tensor remainder(const Tensor& other) const;
+  Tensor remainder(const Scalar& other) const;
+  Tensor fmod(const Tensor& other) const;
+  Tensor fmod(const Scalar& other) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor pow(const Scalar& exponent) const;
+  Tensor maximum(const Tensor& other) const;
+  Tensor minimum(const Tensor& other) const;
+  Tensor atan2(const Tensor& other) const;
+  Tensor lerp(const Tensor& end, const Scalar& weight) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;
+  Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& add_(const Scalar& other, const Scalar& alpha = 1);
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1);
+  Tensor& mul_(const Tensor& other);
+  Tensor& mul_(const Scalar& other);
+  Tensor& div_(const Tensor& other, std::optional<std::string_view> rounding_mode = std::nullopt);
+  Tensor& div_(const Scalar& other, std::optional<std::string_view> rounding_mode = std::nullopt);
+  Tensor& remainder_(const Tensor& other);
+  Tensor& remainder_(const Scalar& other);
+  Tensor& fmod_(const Tensor& other);
+  Tensor& fmod_(const Scalar& other);
+  Tensor& pow_(const Tensor& exponent);
+  Tensor& pow_(const Scalar& exponent);
+  Tensor& atan2_(const Tensor& other);
+  Tensor& lerp_(const Tensor& end, const Scalar& weight);
+  Tensor& lerp_(const Tensor& end, const Tensor& weight);
+
+  // ---- comparison and logic (ops/pointwise.cpp): bool results ----
+  Tensor eq(const Tensor& other) const;
+  Tensor eq(const Scalar& other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor ne(const Scalar& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor lt(const Scalar& other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor le(const Scalar& other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor gt(const Scalar& other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor ge(const Scalar& other) const;
+  Tensor logical_and(const Tensor& other) const;
+  Tensor logical_or(const Tensor& other) const;
+  Tensor logical_xor(const Tensor& other) const;
+  // *this where condition, else other.
+  Tensor where(const Tensor& condition, const Tensor& other) const;
+  Tensor isclose(const Tensor& other, double rtol = 1e-05, double atol = 1e-08,
+                 bool equal_nan = false) const;
+  bool allclose(const Tensor& other, double rtol = 1e-05, double atol = 1e-08,
+                bool equal_nan = false) const;
+  // Same sizes and same values (PyTorch's torch.equal).
+  bool equal(const Tensor& other) const;
+
+  // ---- reductions (ops/reduce.cpp); dims empty means all dims ----
+  Tensor sum(std::optional<DType> dtype = std::nullopt) const;
+  Tensor sum(IntArrayRef dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor mean(std::optional<DType> dtype = std::nullopt) const;
+  Tensor mean(IntArrayRef dims, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor prod(std::optional<DType> dtype = std::nullopt) const;
+  Tensor prod(int64_t dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor max() const;
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;
+  Tensor min() const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;
+  Tensor amax(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor amin(IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor argmax(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor var(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  Tensor std(IntArrayRef dims = {}, int64_t correction = 1, bool keepdim = false) const;
+  std::tuple<Tensor, Tensor> var_mean(IntArrayRef dims = {}, int64_t correction = 1,
+                                      bool keepdim = false) const;
+  std::tuple<Tensor, Tensor> std_mean(IntArrayRef dims = {}, int64_t correction = 1,
+                                      bool keepdim = false) const;
+  // p: 1, 2, inf (as std::numeric_limits<double>::infinity()), or any positive value; "fro" is 2.
+  Tensor norm(const Scalar& p = 2, IntArrayRef dims = {}, bool keepdim = false) const;
+  Tensor logsumexp(IntArrayRef dims, bool keepdim = false) const;
+  Tensor all() const;
+  Tensor all(int64_t dim, bool keepdim = false) const;
+  Tensor any() const;
+  Tensor any(int64_t dim, bool keepdim = false) const;
+  Tensor count_nonzero(IntArrayRef dims = {}) const;
+  Tensor cumsum(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
+  Tensor cumprod(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
+  Tensor softmax(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
+  Tensor log_softmax(int64_t dim, std::optional<DType> dtype = std::nullopt) const;
+
+  // ---- linear algebra (ops/linalg.cpp) ----
+  Tensor matmul(const Tensor& other) const;
+  Tensor mm(const Tensor& mat2) const;
+  Tensor bmm(const Tensor& mat2) const;
+  Tensor dot(const Tensor& other) const;
+  Tensor outer(const Tensor& vec2) const;
+  // beta * self + alpha * (mat1 @ mat2)
+  Tensor addmm(const Tensor& mat1, const Tensor& mat2, const Scalar& beta = 1,
+               const Scalar& alpha = 1) const;
+  Tensor baddbmm(const Tensor& batch1, const Tensor& batch2, const Scalar& beta = 1,
+                 const Scalar& alpha = 1) const;
+
+  // ---- joining and shaping (ops/join.cpp) ----
+  Tensor flip(IntArrayRef dims) const;
+  Tensor roll(IntArrayRef shifts, IntArrayRef dims = {}) const;
+  Tensor repeat(IntArrayRef repeats) const;
+  Tensor tile(IntArrayRef dims) const;
+  Tensor repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const;
+  Tensor repeat_interleave(const Tensor& repeats, std::optional<int64_t> dim = std::nullopt) const;
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
+
+  // ---- indexing (ops/index.cpp) ----
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Scalar& value) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  // reduce: "sum", "prod", "mean", "amax", "amin".
+  Tensor scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src,
+                        std::string_view reduce, bool include_self = true) const;
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source,
+                   const Scalar& alpha = 1) const;
+  Tensor index_copy(int64_t dim, const Tensor& index, const Tensor& source) const;
+  Tensor index_fill(int64_t dim, const Tensor& index, const Scalar& value) const;
+  Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
+  Tensor masked_select(const Tensor& mask) const;
+  Tensor masked_scatter(const Tensor& mask, const Tensor& source) const;
+  // Advanced indexing: one entry per leading dim; an undefined Tensor means ":" (whole
+  // dim). Integer (int64/int32) or bool tensors, as x[idx0, :, idx2] in Python.
+  Tensor index(const std::vector<Tensor>& indices) const;
+  Tensor& index_put_(const std::vector<Tensor>& indices, const Tensor& values,
+                     bool accumulate = false);
+  Tensor nonzero() const;
+  Tensor bincount(const Tensor& weights = {}, int64_t minlength = 0) const;
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value);
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor& scatter_reduce_(int64_t dim, const Tensor& index, const Tensor& src,
+                          std::string_view reduce, bool include_self = true);
+  Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source,
+                     const Scalar& alpha = 1);
+  Tensor& index_copy_(int64_t dim, const Tensor& index, const Tensor& source);
+  Tensor& index_fill_(int64_t dim, const Tensor& index, const Scalar& value);
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
+  Tensor& masked_scatter_(const Tensor& mask, const Tensor& source);
+
+  // ---- sorting and selection (ops/sort.cpp) ----
+  std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false, bool stable = false) const;
+  Tensor argsort(int64_t dim = -1, bool descending = false, bool stable = false) const;
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true,
+                                  bool sorted = true) const;
+  std::tuple<Tensor, Tensor> kthvalue(int64_t k, int64_t dim = -1, bool keepdim = false) const;
+
+  // ---- compound assignment and unary minus ----
+  Tensor& operator+=(const Tensor& o) { return add_(o); }
+  Tensor& operator+=(const Scalar& o) { return add_(o); }
+  Tensor& operator-=(const Tensor& o) { return sub_(o); }
+  Tensor& operator-=(const Scalar& o) { return sub_(o); }
+  Tensor& operator*=(const Tensor& o) { return mul_(o); }
+  Tensor& operator*=(const Scalar& o) { return mul_(o); }
+  Tensor& operator/=(const Tensor& o) { return div_(o); }
+  Tensor& operator/=(const Scalar& o) { return div_(o); }
+  Tensor operator-() const { return neg(); }
+
   std::string toString() const;
 
  private:
@@ -152,6 +411,32 @@ class Tensor {
 
   IntrusivePtr<TensorImpl> impl_;
 };
+
+// Arithmetic and comparison operators (Tensor or Scalar on either side), as in libtorch.
+Tensor operator+(const Tensor& a, const Tensor& b);
+Tensor operator+(const Tensor& a, const Scalar& b);
+Tensor operator+(const Scalar& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Tensor& b);
+Tensor operator-(const Tensor& a, const Scalar& b);
+Tensor operator-(const Scalar& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Tensor& b);
+Tensor operator*(const Tensor& a, const Scalar& b);
+Tensor operator*(const Scalar& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Tensor& b);
+Tensor operator/(const Tensor& a, const Scalar& b);
+Tensor operator/(const Scalar& a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Tensor& b);
+Tensor operator==(const Tensor& a, const Scalar& b);
+Tensor operator!=(const Tensor& a, const Tensor& b);
+Tensor operator!=(const Tensor& a, const Scalar& b);
+Tensor operator<(const Tensor& a, const Tensor& b);
+Tensor operator<(const Tensor& a, const Scalar& b);
+Tensor operator<=(const Tensor& a, const Tensor& b);
+Tensor operator<=(const Tensor& a, const Scalar& b);
+Tensor operator>(const Tensor& a, const Tensor& b);
+Tensor operator>(const Tensor& a, const Scalar& b);
+Tensor operator>=(const Tensor& a, const Tensor& b);
+Tensor operator>=(const Tensor& a, const Scalar& b);
 
 // Prints like PyTorch's repr: tensor([[0., 1.], ...]), summarised past 1000 elements.
 std::ostream& operator<<(std::ostream& os, const Tensor& t);

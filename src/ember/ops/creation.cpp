@@ -87,7 +87,8 @@ Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options
 }
 
 Tensor scalar_tensor(const Scalar& value, const TensorOptions& options) {
-  return full({}, value, options.has_dtype() ? options : options.dtype(value_dtype(value, options)));
+  // As torch.scalar_tensor: the default dtype unless options name one, whatever the value.
+  return full({}, value, options.dtype(options.dtype()));
 }
 
 Tensor empty_like(const Tensor& t, const TensorOptions& options) {
@@ -252,10 +253,11 @@ Tensor tensor(const std::vector<bool>& v, const TensorOptions& o) {
                          TensorOptions(kUInt8));
   return finish(t.to(o.dtype_or(kBool)), o);
 }
-Tensor tensor(double value, const TensorOptions& o) { return scalar_tensor(value, o.dtype(o.dtype())); }
-Tensor tensor(int64_t value, const TensorOptions& o) { return scalar_tensor(value, o); }
-Tensor tensor(int value, const TensorOptions& o) { return scalar_tensor(int64_t(value), o); }
-Tensor tensor(bool value, const TensorOptions& o) { return scalar_tensor(value, o); }
+// 0-dim tensors take their dtype from the value's kind, as torch.tensor(3) is int64.
+Tensor tensor(double value, const TensorOptions& o) { return full({}, value, o); }
+Tensor tensor(int64_t value, const TensorOptions& o) { return full({}, value, o); }
+Tensor tensor(int value, const TensorOptions& o) { return full({}, int64_t(value), o); }
+Tensor tensor(bool value, const TensorOptions& o) { return full({}, value, o); }
 
 namespace {
 
