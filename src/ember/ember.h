@@ -19,4 +19,5 @@
 #include "ember/ops/index.h"
 #include "ember/ops/join.h"
 #include "ember/ops/linalg.h"
+#include "ember/ops/pointwise.h"
 #include "ember/ops/sort.h"

@@ -8,6 +8,9 @@
 
 #include "ember/core/check.h"
 
+// From OpenBLAS (linked privately); declared here to keep cblas.h out of core.
+extern "C" void openblas_set_num_threads(int num_threads);
+
 namespace ember {
 
 namespace {
@@ -23,6 +26,7 @@ int default_threads() {
 void set_num_threads(int n) {
   EMBER_CHECK(n >= 1, "[set_num_threads] the number of threads must be positive, got ", n);
   g_num_threads.store(n, std::memory_order_relaxed);
+  openblas_set_num_threads(n);
 }
 
 int get_num_threads() {

@@ -3,40 +3,10 @@
 #include "ember/core/check.h"
 #include "ember/kernels/cpu/kernels.h"
 #include "ember/ops/creation.h"
+#include "ember/ops/overlap.h"
 
 namespace ember {
 
-namespace {
-
-// Writing through a tensor whose elements alias each other (an expanded view) would make
-// the result depend on write order; PyTorch refuses it and so do we.
-void check_no_internal_overlap(const Tensor& t, const char* op) {
-  for (int64_t i = 0; i < t.dim(); ++i) {
-    EMBER_CHECK(t.sizes()[i] <= 1 || t.strides()[i] != 0, "[", op,
-                "] unsupported operation: more than one element of the written-to tensor refers "
-                "to a single memory location (sizes ",
-                t.sizes(), ", strides ", t.strides(), "); clone() the tensor first");
-  }
-}
-
-// Byte range [lo, hi) a tensor's elements can touch.
-void byte_span(const Tensor& t, const char*& lo, const char*& hi) {
-  const char* base = static_cast<const char*>(t.data_ptr());
-  int64_t last = 0;
-  for (int64_t i = 0; i < t.dim(); ++i) last += (t.sizes()[i] - 1) * t.strides()[i];
-  lo = base;
-  hi = base + (last + 1) * static_cast<int64_t>(t.element_size());
-}
-
-bool may_overlap(const Tensor& a, const Tensor& b) {
-  if (a.numel() == 0 || b.numel() == 0 || !a.is_alias_of(b)) return false;
-  const char *alo, *ahi, *blo, *bhi;
-  byte_span(a, alo, ahi);
-  byte_span(b, blo, bhi);
-  return alo < bhi && blo < ahi;
-}
-
-}  // namespace
 
 Tensor& Tensor::copy_(const Tensor& src) {
   EMBER_CHECK(defined() && src.defined(), "[copy_] called with an undefined tensor");
@@ -51,9 +21,7 @@ Tensor& Tensor::copy_(const Tensor& src) {
   check_no_internal_overlap(*this, "copy_");
   EMBER_CHECK(device() == src.device(), "[copy_] expected both tensors on the same device, got ",
               device(), " and ", src.device());
-  const bool same_view = data_ptr() == src.data_ptr() && dtype() == src.dtype() &&
-                         sizes() == src.sizes() && strides() == src.strides();
-  if (!same_view && numel() > 0) {
+  if (!(dtype() == src.dtype() && is_same_view(*this, src)) && numel() > 0) {
     if (may_overlap(*this, src)) {
       kernels::cpu::copy(*this, src.clone());
     } else {

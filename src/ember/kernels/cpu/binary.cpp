@@ -1,0 +1,287 @@
+// Binary element-wise kernels. Both inputs arrive in the compute dtype; rounding
+// division, remainder and integer pow follow PyTorch's formulas so results match bit
+// for bit, and integer division by zero is an error instead of a crash.
+
+#include <cmath>
+
+#include "ember/kernels/cpu/loops.h"
+#include "ember/kernels/cpu/pointwise.h"
+
+namespace ember::kernels::cpu {
+
+namespace {
+
+template <typename C>
+constexpr bool is_fp = std::is_floating_point_v<C>;
+
+[[noreturn]] void zero_division(const char* op) {
+  EMBER_ERROR("[", op, "] integer division by zero (ZeroDivisionError); use a floating-point dtype "
+              "for IEEE results (inf/nan)");
+}
+
+template <typename C>
+C div_floor(C a, C b) {
+  if constexpr (is_fp<C>) {
+    if (b == 0) return a / b;
+    C mod = std::fmod(a, b);
+    C div = (a - mod) / b;
+    if (mod != 0 && (b < 0) != (mod < 0)) div -= C(1);
+    if (div != 0) {
+      C fl = std::floor(div);
+      if (div - fl > C(0.5)) fl += C(1);
+      return fl;
+    }
+    return std::copysign(C(0), a / b);
+  } else {
+    if (b == 0) zero_division("div");
+    if constexpr (std::is_signed_v<C>) {
+      if (b == C(-1)) return static_cast<C>(C(0) - a);  // avoids INT_MIN / -1 overflow trap
+      C q = a / b, r = a % b;
+      if (r != 0 && ((r < 0) != (b < 0))) --q;
+      return q;
+    } else {
+      return a / b;
+    }
+  }
+}
+
+template <typename C>
+C remainder(C a, C b) {
+  if constexpr (is_fp<C>) {
+    C mod = std::fmod(a, b);
+    if (mod != 0 && (b < 0) != (mod < 0)) mod += b;
+    return mod;
+  } else {
+    if (b == 0) zero_division("remainder");
+    if constexpr (std::is_signed_v<C>) {
+      if (b == C(-1)) return C(0);
+      C r = a % b;
+      if (r != 0 && ((r < 0) != (b < 0))) r += b;
+      return r;
+    } else {
+      return a % b;
+    }
+  }
+}
+
+template <typename C>
+C int_pow(C base, C exp) {
+  if constexpr (std::is_signed_v<C>) {
+    if (exp < 0) {
+      if (base == 1) return 1;
+      if (base == -1) return (exp % 2 == 0) ? 1 : -1;
+      return 0;
+    }
+  }
+  C result = 1;
+  using U = std::make_unsigned_t<C>;
+  U ubase = static_cast<U>(base);
+  U r = 1;
+  for (auto e = static_cast<U>(exp); e; e >>= 1) {
+    if (e & 1) r = static_cast<U>(r * ubase);
+    ubase = static_cast<U>(ubase * ubase);
+  }
+  result = static_cast<C>(r);
+  return result;
+}
+
+template <typename F>
+void numeric(const ElementwiseIter& it, DType dt, const char* op, F f) {
+  dispatch_all(dt, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map2<T, T>(it, [&](acc_t<T> a, acc_t<T> b) { return f(a, b); });
+  });
+}
+
+template <typename F>
+void floating(const ElementwiseIter& it, DType dt, const char* op, F f) {
+  dispatch_floating(dt, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map2<T, T>(it, [&](acc_t<T> a, acc_t<T> b) { return f(a, b); });
+  });
+}
+
+template <typename F>
+void compare(const ElementwiseIter& it, DType dt, F f) {
+  dispatch_all(dt, "compare", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    map2<bool, T>(it, [&](acc_t<T> a, acc_t<T> b) -> bool { return f(a, b); });
+  });
+}
+
+}  // namespace
+
+void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
+  if (out.numel() == 0) return;
+  ElementwiseIter it(out.sizes());
+  it.add(out);
+  it.add(a);
+  it.add(b);
+  it.build();
+  const DType dt = a.dtype();
+  const bool unit_alpha = alpha.to_double() == 1.0;
+  switch (op) {
+    case BinaryOp::Add:
+    case BinaryOp::Sub: {
+      const bool sub = op == BinaryOp::Sub;
+      return dispatch_all(dt, sub ? "sub" : "add", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        using C = acc_t<T>;
+        if (unit_alpha && !sub) {
+          map2<T, T>(it, [](C x, C y) { return static_cast<C>(x + y); });
+        } else if (unit_alpha) {
+          map2<T, T>(it, [](C x, C y) { return static_cast<C>(x - y); });
+        } else {
+          const C al = alpha.to<C>();
+          // 16-bit floats round alpha * y to T before adding, as PyTorch's kernel does.
+          auto scaled = [al](C y) { return static_cast<C>(static_cast<T>(al * y)); };
+          if (sub) map2<T, T>(it, [scaled](C x, C y) { return static_cast<C>(x - scaled(y)); });
+          else map2<T, T>(it, [scaled](C x, C y) { return static_cast<C>(x + scaled(y)); });
+        }
+      });
+    }
+    case BinaryOp::Mul:
+      return numeric(it, dt, "mul", [](auto x, auto y) { return static_cast<decltype(x)>(x * y); });
+    case BinaryOp::Div:
+      return floating(it, dt, "div", [](auto x, auto y) { return x / y; });
+    case BinaryOp::DivTrunc:
+      if (dt == kFloat16 || dt == kBFloat16) {
+        // PyTorch rounds the quotient to the 16-bit type before truncating it.
+        return dispatch_floating(dt, "div", [&](auto tag) {
+          using T = typename decltype(tag)::type;
+          map2<T, T>(it, [](float x, float y) { return std::trunc(static_cast<float>(static_cast<T>(x / y))); });
+        });
+      }
+      return numeric(it, dt, "div", [](auto x, auto y) {
+        using C = decltype(x);
+        if constexpr (is_fp<C>) {
+          return std::trunc(x / y);
+        } else {
+          if (y == 0) zero_division("div");
+          if constexpr (std::is_signed_v<C>) {
+            if (y == C(-1)) return static_cast<C>(C(0) - x);
+          }
+          return static_cast<C>(x / y);
+        }
+      });
+    case BinaryOp::DivFloor:
+      return numeric(it, dt, "div", [](auto x, auto y) { return div_floor(x, y); });
+    case BinaryOp::Remainder:
+      return numeric(it, dt, "remainder", [](auto x, auto y) { return remainder(x, y); });
+    case BinaryOp::Fmod:
+      return numeric(it, dt, "fmod", [](auto x, auto y) {
+        using C = decltype(x);
+        if constexpr (is_fp<C>) {
+          return std::fmod(x, y);
+        } else {
+          if (y == 0) zero_division("fmod");
+          if constexpr (std::is_signed_v<C>) {
+            if (y == C(-1)) return C(0);
+          }
+          return static_cast<C>(x % y);
+        }
+      });
+    case BinaryOp::Pow:
+      return numeric(it, dt, "pow", [](auto x, auto y) {
+        using C = decltype(x);
+        if constexpr (is_fp<C>) return std::pow(x, y);
+        else if constexpr (std::is_same_v<C, bool>) return static_cast<bool>(x || !y);
+        else return int_pow(x, y);
+      });
+    case BinaryOp::Maximum:
+      return numeric(it, dt, "maximum", [](auto x, auto y) {
+        using C = decltype(x);
+        if constexpr (is_fp<C>) {
+          if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<C>::quiet_NaN();
+        }
+        return x > y ? x : y;
+      });
+    case BinaryOp::Minimum:
+      return numeric(it, dt, "minimum", [](auto x, auto y) {
+        using C = decltype(x);
+        if constexpr (is_fp<C>) {
+          if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<C>::quiet_NaN();
+        }
+        return x < y ? x : y;
+      });
+    case BinaryOp::Atan2:
+      return floating(it, dt, "atan2", [](auto x, auto y) { return std::atan2(x, y); });
+    case BinaryOp::Eq: return compare(it, dt, [](auto x, auto y) { return x == y; });
+    case BinaryOp::Ne: return compare(it, dt, [](auto x, auto y) { return x != y; });
+    case BinaryOp::Lt: return compare(it, dt, [](auto x, auto y) { return x < y; });
+    case BinaryOp::Le: return compare(it, dt, [](auto x, auto y) { return x <= y; });
+    case BinaryOp::Gt: return compare(it, dt, [](auto x, auto y) { return x > y; });
+    case BinaryOp::Ge: return compare(it, dt, [](auto x, auto y) { return x >= y; });
+    case BinaryOp::LogicalAnd: return compare(it, dt, [](auto x, auto y) { return bool(x) && bool(y); });
+    case BinaryOp::LogicalOr: return compare(it, dt, [](auto x, auto y) { return bool(x) || bool(y); });
+    case BinaryOp::LogicalXor: return compare(it, dt, [](auto x, auto y) { return bool(x) != bool(y); });
+    case BinaryOp::Count: break;
+  }
+  EMBER_ERROR("[binary] unknown op");
+}
+
+void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b) {
+  if (out.numel() == 0) return;
+  ElementwiseIter it(out.sizes());
+  it.add(out);
+  it.add(cond);
+  it.add(a);
+  it.add(b);
+  it.build();
+  dispatch_all(a.dtype(), "where", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    it.for_each([](char** d, const int64_t* s, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) {
+        at<T>(d[0], s[0], i) = at<bool>(d[1], s[1], i) ? at<T>(d[2], s[2], i) : at<T>(d[3], s[3], i);
+      }
+    });
+  });
+}
+
+void lerp(const Tensor& out, const Tensor& start, const Tensor& end, const Tensor& weight) {
+  if (out.numel() == 0) return;
+  ElementwiseIter it(out.sizes());
+  it.add(out);
+  it.add(start);
+  it.add(end);
+  it.add(weight);
+  it.build();
+  dispatch_floating(start.dtype(), "lerp", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = acc_t<T>;
+    map3<T, T, T, T>(it, [](C s, C e, C w) {
+      // Exact at both ends, as PyTorch's lerp.
+      return std::abs(w) < C(0.5) ? s + w * (e - s) : e - (e - s) * (C(1) - w);
+    });
+  });
+}
+
+void isclose(const Tensor& out, const Tensor& a, const Tensor& b, double rtol, double atol,
+             bool equal_nan) {
+  if (out.numel() == 0) return;
+  ElementwiseIter it(out.sizes());
+  it.add(out);
+  it.add(a);
+  it.add(b);
+  it.build();
+  dispatch_all(a.dtype(), "isclose", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = acc_t<T>;
+    map2<bool, T>(it, [=](C x, C y) -> bool {
+      if (x == y) return true;
+      if constexpr (is_fp<C>) {
+        if (std::isnan(x) || std::isnan(y)) return equal_nan && std::isnan(x) && std::isnan(y);
+        if (std::isinf(x) || std::isinf(y)) return false;
+        return std::fabs(static_cast<double>(x) - static_cast<double>(y)) <=
+               atol + rtol * std::fabs(static_cast<double>(y));
+      } else if constexpr (std::is_same_v<C, bool>) {
+        return false;
+      } else {
+        const double diff = std::fabs(static_cast<double>(x) - static_cast<double>(y));
+        return diff <= atol + rtol * std::fabs(static_cast<double>(y));
+      }
+    });
+  });
+}
+
+}  // namespace ember::kernels::cpu

@@ -1,0 +1,354 @@
+// Binary element-wise ops, comparisons, where, lerp, isclose and the arithmetic
+// operators: type promotion (result_type), broadcasting, in-place casting rules, then a
+// kernel call.
+
+#include "ember/core/check.h"
+#include "ember/core/op_scope.h"
+#include "ember/kernels/cpu/pointwise.h"
+#include "ember/ops/creation.h"
+#include "ember/ops/overlap.h"
+#include "ember/ops/pointwise.h"
+#include "ember/ops/type_promotion.h"
+#include "ember/ops/view.h"
+
+namespace ember {
+
+using kernels::cpu::BinaryOp;
+
+bool can_cast(DType from, DType to) {
+  if (is_floating_point(from) && is_integral(to, false)) return false;
+  if (from != kBool && to == kBool) return false;
+  return true;
+}
+
+namespace {
+
+// The dtype the kernel computes in, given the promoted dtype of the operands.
+DType compute_dtype(BinaryOp op, DType common) {
+  switch (op) {
+    case BinaryOp::Div:
+    case BinaryOp::Atan2:
+      return is_floating_point(common) ? common : get_default_dtype();
+    case BinaryOp::LogicalAnd:
+    case BinaryOp::LogicalOr:
+    case BinaryOp::LogicalXor:
+      return kBool;
+    default:
+      return common;
+  }
+}
+
+void check_operands(const char* name, BinaryOp op, DType a, DType b) {
+  const bool integer_division = op == BinaryOp::Remainder || op == BinaryOp::Fmod ||
+                                op == BinaryOp::DivTrunc || op == BinaryOp::DivFloor;
+  if (integer_division && a == kBool && b == kBool) {
+    EMBER_ERROR("[", name, "] is not implemented for bool operands; convert them to an integer dtype");
+  }
+  if (op == BinaryOp::Pow && a == kBool && b == kBool) {
+    EMBER_ERROR("[", name, "] is not implemented for two bool operands; convert one to an integer dtype");
+  }
+  if (op == BinaryOp::Sub && (a == kBool || b == kBool)) {
+    EMBER_ERROR("[", name, "] subtraction, the `-` operator, with a bool tensor is not supported; "
+                "to invert a mask use logical_not(), to compare masks logical_xor()");
+  }
+}
+
+Tensor as_dtype(const Tensor& t, DType dt) { return t.dtype() == dt ? t : t.to(dt); }
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, DType common, const Scalar& alpha = 1) {
+  const DType cdt = compute_dtype(op, common);
+  const DType odt = kernels::cpu::is_bool_result(op) ? kBool : cdt;
+  DimVector shape = a.sizes() == b.sizes() ? DimVector(a.sizes()) : broadcast_shapes(a.sizes(), b.sizes());
+  Tensor out = empty(shape, TensorOptions(odt));
+  kernels::cpu::binary(op, out, as_dtype(a, cdt), as_dtype(b, cdt), alpha);
+  return out;
+}
+
+Tensor binary_tt(const char* name, BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& alpha = 1) {
+  OpScope scope(name);
+  EMBER_CHECK(a.defined() && b.defined(), "[", name, "] called with an undefined tensor");
+  check_operands(name, op, a.dtype(), b.dtype());
+  return binary(op, a, b, result_type(a, b), alpha);
+}
+
+Tensor binary_ts(const char* name, BinaryOp op, const Tensor& a, const Scalar& b, const Scalar& alpha = 1) {
+  OpScope scope(name);
+  EMBER_CHECK(a.defined(), "[", name, "] called with an undefined tensor");
+  const DType common = result_type(a, b);
+  check_operands(name, op, a.dtype(), b.dtype());
+  return binary(op, a, scalar_tensor(b, TensorOptions(compute_dtype(op, common))), common, alpha);
+}
+
+Tensor binary_st(const char* name, BinaryOp op, const Scalar& a, const Tensor& b) {
+  OpScope scope(name);
+  EMBER_CHECK(b.defined(), "[", name, "] called with an undefined tensor");
+  const DType common = result_type(a, b);
+  check_operands(name, op, a.dtype(), b.dtype());
+  return binary(op, scalar_tensor(a, TensorOptions(compute_dtype(op, common))), b, common);
+}
+
+Tensor& binary_inplace(const char* name, BinaryOp op, Tensor& self, const Tensor& other, DType common,
+                       const Scalar& alpha = 1) {
+  check_operands(name, op, self.dtype(), other.dtype());
+  const DType cdt = compute_dtype(op, common);
+  const DType odt = kernels::cpu::is_bool_result(op) ? kBool : cdt;
+  EMBER_CHECK(can_cast(odt, self.dtype()), "[", name, "] result type ", odt,
+              " can't be cast to the desired output type ", self.dtype(),
+              "; use the out-of-place op, or convert the tensor first");
+  if (!(other.sizes() == self.sizes())) {
+    DimVector shape = broadcast_shapes(self.sizes(), other.sizes());
+    EMBER_CHECK(shape == DimVector(self.sizes()), "[", name, "] output with shape ", self.sizes(),
+                " doesn't match the broadcast shape ", shape);
+  }
+  check_no_internal_overlap(self, name);
+  Tensor rhs = as_dtype(other, cdt);
+  if (rhs.is_alias_of(self) && !is_same_view(rhs, self) && may_overlap(rhs, self)) rhs = rhs.clone();
+  if (self.dtype() == odt) {
+    kernels::cpu::binary(op, self, self.dtype() == cdt ? self : self.to(cdt), rhs, alpha);
+  } else {
+    Tensor tmp = empty(self.sizes(), TensorOptions(odt));
+    kernels::cpu::binary(op, tmp, self.to(cdt), rhs, alpha);
+    self.copy_(tmp);
+    return self;  // copy_ bumped the version
+  }
+  self.bump_version();
+  return self;
+}
+
+Tensor& binary_inplace_t(const char* name, BinaryOp op, Tensor& self, const Tensor& other,
+                         const Scalar& alpha = 1) {
+  OpScope scope(name);
+  EMBER_CHECK(self.defined() && other.defined(), "[", name, "] called with an undefined tensor");
+  return binary_inplace(name, op, self, other, result_type(self, other), alpha);
+}
+
+Tensor& binary_inplace_s(const char* name, BinaryOp op, Tensor& self, const Scalar& other,
+                         const Scalar& alpha = 1) {
+  OpScope scope(name);
+  EMBER_CHECK(self.defined(), "[", name, "] called with an undefined tensor");
+  const DType common = result_type(self, other);
+  return binary_inplace(name, op, self, scalar_tensor(other, TensorOptions(compute_dtype(op, common))),
+                        common, alpha);
+}
+
+BinaryOp div_op(const char* name, std::optional<std::string_view> mode) {
+  if (!mode) return BinaryOp::Div;
+  if (*mode == "trunc") return BinaryOp::DivTrunc;
+  if (*mode == "floor") return BinaryOp::DivFloor;
+  EMBER_ERROR("[", name, "] expected rounding_mode to be one of None, 'trunc', or 'floor' but found '",
+              *mode, "'");
+}
+
+}  // namespace
+
+// ---- arithmetic ----
+Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary_tt("add", BinaryOp::Add, a, b, alpha); }
+Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha) { return binary_ts("add", BinaryOp::Add, a, b, alpha); }
+Tensor sub(const Tensor& a, const Tensor& b, const Scalar& alpha) { return binary_tt("sub", BinaryOp::Sub, a, b, alpha); }
+Tensor sub(const Tensor& a, const Scalar& b, const Scalar& alpha) { return binary_ts("sub", BinaryOp::Sub, a, b, alpha); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary_tt("mul", BinaryOp::Mul, a, b); }
+Tensor mul(const Tensor& a, const Scalar& b) { return binary_ts("mul", BinaryOp::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b, std::optional<std::string_view> mode) {
+  return binary_tt("div", div_op("div", mode), a, b);
+}
+Tensor div(const Tensor& a, const Scalar& b, std::optional<std::string_view> mode) {
+  return binary_ts("div", div_op("div", mode), a, b);
+}
+Tensor remainder(const Tensor& a, const Tensor& b) { return binary_tt("remainder", BinaryOp::Remainder, a, b); }
+Tensor remainder(const Tensor& a, const Scalar& b) { return binary_ts("remainder", BinaryOp::Remainder, a, b); }
+Tensor fmod(const Tensor& a, const Tensor& b) { return binary_tt("fmod", BinaryOp::Fmod, a, b); }
+Tensor fmod(const Tensor& a, const Scalar& b) { return binary_ts("fmod", BinaryOp::Fmod, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { return binary_tt("pow", BinaryOp::Pow, a, b); }
+Tensor pow(const Tensor& a, const Scalar& b) {
+  if (!b.is_boolean() && a.defined() && (is_floating_point(a.dtype()) || !b.is_floating_point())) {
+    const double e = b.to_double();
+    if (e == 1.0) return a.clone();
+    if (e == 2.0 && is_floating_point(a.dtype())) return binary_tt("pow", BinaryOp::Mul, a, a);
+  }
+  EMBER_CHECK(!(b.is_integral() && b.to_long() < 0 && a.defined() && is_integral(a.dtype(), true)),
+              "[pow] integers to negative integer powers are not allowed (exponent ", b, ")");
+  return binary_ts("pow", BinaryOp::Pow, a, b);
+}
+Tensor pow(const Scalar& a, const Tensor& b) { return binary_st("pow", BinaryOp::Pow, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary_tt("maximum", BinaryOp::Maximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary_tt("minimum", BinaryOp::Minimum, a, b); }
+Tensor atan2(const Tensor& a, const Tensor& b) { return binary_tt("atan2", BinaryOp::Atan2, a, b); }
+
+Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return ember::add(*this, o, alpha); }
+Tensor Tensor::add(const Scalar& o, const Scalar& alpha) const { return ember::add(*this, o, alpha); }
+Tensor Tensor::sub(const Tensor& o, const Scalar& alpha) const { return ember::sub(*this, o, alpha); }
+Tensor Tensor::sub(const Scalar& o, const Scalar& alpha) const { return ember::sub(*this, o, alpha); }
+Tensor Tensor::mul(const Tensor& o) const { return ember::mul(*this, o); }
+Tensor Tensor::mul(const Scalar& o) const { return ember::mul(*this, o); }
+Tensor Tensor::div(const Tensor& o, std::optional<std::string_view> m) const { return ember::div(*this, o, m); }
+Tensor Tensor::div(const Scalar& o, std::optional<std::string_view> m) const { return ember::div(*this, o, m); }
+Tensor Tensor::remainder(const Tensor& o) const { return ember::remainder(*this, o); }
+Tensor Tensor::remainder(const Scalar& o) const { return ember::remainder(*this, o); }
+Tensor Tensor::fmod(const Tensor& o) const { return ember::fmod(*this, o); }
+Tensor Tensor::fmod(const Scalar& o) const { return ember::fmod(*this, o); }
+Tensor Tensor::pow(const Tensor& e) const { return ember::pow(*this, e); }
+Tensor Tensor::pow(const Scalar& e) const { return ember::pow(*this, e); }
+Tensor Tensor::maximum(const Tensor& o) const { return ember::maximum(*this, o); }
+Tensor Tensor::minimum(const Tensor& o) const { return ember::minimum(*this, o); }
+Tensor Tensor::atan2(const Tensor& o) const { return ember::atan2(*this, o); }
+
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) { return binary_inplace_t("add_", BinaryOp::Add, *this, o, alpha); }
+Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) { return binary_inplace_s("add_", BinaryOp::Add, *this, o, alpha); }
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) { return binary_inplace_t("sub_", BinaryOp::Sub, *this, o, alpha); }
+Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) { return binary_inplace_s("sub_", BinaryOp::Sub, *this, o, alpha); }
+Tensor& Tensor::mul_(const Tensor& o) { return binary_inplace_t("mul_", BinaryOp::Mul, *this, o); }
+Tensor& Tensor::mul_(const Scalar& o) { return binary_inplace_s("mul_", BinaryOp::Mul, *this, o); }
+Tensor& Tensor::div_(const Tensor& o, std::optional<std::string_view> m) {
+  return binary_inplace_t("div_", div_op("div_", m), *this, o);
+}
+Tensor& Tensor::div_(const Scalar& o, std::optional<std::string_view> m) {
+  return binary_inplace_s("div_", div_op("div_", m), *this, o);
+}
+Tensor& Tensor::remainder_(const Tensor& o) { return binary_inplace_t("remainder_", BinaryOp::Remainder, *this, o); }
+Tensor& Tensor::remainder_(const Scalar& o) { return binary_inplace_s("remainder_", BinaryOp::Remainder, *this, o); }
+Tensor& Tensor::fmod_(const Tensor& o) { return binary_inplace_t("fmod_", BinaryOp::Fmod, *this, o); }
+Tensor& Tensor::fmod_(const Scalar& o) { return binary_inplace_s("fmod_", BinaryOp::Fmod, *this, o); }
+Tensor& Tensor::pow_(const Tensor& e) { return binary_inplace_t("pow_", BinaryOp::Pow, *this, e); }
+Tensor& Tensor::pow_(const Scalar& e) { return binary_inplace_s("pow_", BinaryOp::Pow, *this, e); }
+Tensor& Tensor::atan2_(const Tensor& o) { return binary_inplace_t("atan2_", BinaryOp::Atan2, *this, o); }
+
+// ---- comparison and logic ----
+#define EMBER_COMPARE(fn, OP)                                                                  \
+  Tensor fn(const Tensor& a, const Tensor& b) { return binary_tt(#fn, BinaryOp::OP, a, b); }   \
+  Tensor fn(const Tensor& a, const Scalar& b) { return binary_ts(#fn, BinaryOp::OP, a, b); }   \
+  Tensor Tensor::fn(const Tensor& o) const { return ember::fn(*this, o); }                     \
+  Tensor Tensor::fn(const Scalar& o) const { return ember::fn(*this, o); }
+EMBER_COMPARE(eq, Eq)
+EMBER_COMPARE(ne, Ne)
+EMBER_COMPARE(lt, Lt)
+EMBER_COMPARE(le, Le)
+EMBER_COMPARE(gt, Gt)
+EMBER_COMPARE(ge, Ge)
+#undef EMBER_COMPARE
+
+Tensor logical_and(const Tensor& a, const Tensor& b) { return binary_tt("logical_and", BinaryOp::LogicalAnd, a, b); }
+Tensor logical_or(const Tensor& a, const Tensor& b) { return binary_tt("logical_or", BinaryOp::LogicalOr, a, b); }
+Tensor logical_xor(const Tensor& a, const Tensor& b) { return binary_tt("logical_xor", BinaryOp::LogicalXor, a, b); }
+Tensor Tensor::logical_and(const Tensor& o) const { return ember::logical_and(*this, o); }
+Tensor Tensor::logical_or(const Tensor& o) const { return ember::logical_or(*this, o); }
+Tensor Tensor::logical_xor(const Tensor& o) const { return ember::logical_xor(*this, o); }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  OpScope scope("where");
+  EMBER_CHECK(cond.defined() && a.defined() && b.defined(), "[where] called with an undefined tensor");
+  EMBER_CHECK(cond.dtype() == kBool, "[where] expected condition to be a bool tensor, but got a tensor of dtype ",
+              cond.dtype(), "; compare it first, e.g. cond != 0");
+  const DType dt = result_type(a, b);
+  DimVector shape = broadcast_shapes(broadcast_shapes(cond.sizes(), a.sizes()), b.sizes());
+  Tensor out = empty(shape, TensorOptions(dt));
+  kernels::cpu::where(out, cond, as_dtype(a, dt), as_dtype(b, dt));
+  return out;
+}
+Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) {
+  EMBER_CHECK(a.defined(), "[where] called with an undefined tensor");
+  return where(cond, a, scalar_tensor(b, TensorOptions(result_type(a, b))));
+}
+Tensor where(const Tensor& cond, const Scalar& a, const Tensor& b) {
+  EMBER_CHECK(b.defined(), "[where] called with an undefined tensor");
+  return where(cond, scalar_tensor(a, TensorOptions(result_type(a, b))), b);
+}
+Tensor Tensor::where(const Tensor& condition, const Tensor& other) const {
+  return ember::where(condition, *this, other);
+}
+
+Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
+  OpScope scope("lerp");
+  EMBER_CHECK(start.defined() && end.defined() && weight.defined(), "[lerp] called with an undefined tensor");
+  EMBER_CHECK(start.is_floating_point(), "[lerp] expected a floating-point start tensor, got ", start.dtype());
+  EMBER_CHECK(start.dtype() == end.dtype() && start.dtype() == weight.dtype(),
+              "[lerp] expected start, end and weight of the same dtype, got ", start.dtype(), ", ",
+              end.dtype(), " and ", weight.dtype());
+  DimVector shape = broadcast_shapes(broadcast_shapes(start.sizes(), end.sizes()), weight.sizes());
+  Tensor out = empty(shape, TensorOptions(start.dtype()));
+  kernels::cpu::lerp(out, start, end, weight);
+  return out;
+}
+Tensor lerp(const Tensor& start, const Tensor& end, const Scalar& weight) {
+  EMBER_CHECK(start.defined(), "[lerp] called with an undefined tensor");
+  return lerp(start, end, scalar_tensor(weight, TensorOptions(start.dtype())));
+}
+Tensor Tensor::lerp(const Tensor& end, const Scalar& w) const { return ember::lerp(*this, end, w); }
+Tensor Tensor::lerp(const Tensor& end, const Tensor& w) const { return ember::lerp(*this, end, w); }
+Tensor& Tensor::lerp_(const Tensor& end, const Tensor& w) {
+  Tensor r = ember::lerp(*this, end, w);
+  EMBER_CHECK(r.sizes() == sizes(), "[lerp_] output with shape ", sizes(),
+              " doesn't match the broadcast shape ", r.sizes());
+  return copy_(r);
+}
+Tensor& Tensor::lerp_(const Tensor& end, const Scalar& w) {
+  return lerp_(end, scalar_tensor(w, TensorOptions(dtype())));
+}
+
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  OpScope scope("isclose");
+  EMBER_CHECK(a.defined() && b.defined(), "[isclose] called with an undefined tensor");
+  EMBER_CHECK(a.dtype() == b.dtype(), "[isclose] expected both inputs to have the same dtype, but got ",
+              a.dtype(), " and ", b.dtype());
+  EMBER_CHECK(rtol >= 0 && atol >= 0, "[isclose] rtol and atol must be non-negative, got rtol=", rtol,
+              ", atol=", atol);
+  Tensor out = empty(broadcast_shapes(a.sizes(), b.sizes()), TensorOptions(kBool));
+  kernels::cpu::isclose(out, a, b, rtol, atol, equal_nan);
+  return out;
+}
+Tensor Tensor::isclose(const Tensor& o, double rtol, double atol, bool equal_nan) const {
+  return ember::isclose(*this, o, rtol, atol, equal_nan);
+}
+
+namespace {
+bool all_true(const Tensor& b) {
+  Tensor c = b.contiguous();
+  const bool* p = c.data_ptr<bool>();
+  for (int64_t i = 0; i < c.numel(); ++i) {
+    if (!p[i]) return false;
+  }
+  return true;
+}
+}  // namespace
+
+bool allclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
+  return all_true(isclose(a, b, rtol, atol, equal_nan));
+}
+bool Tensor::allclose(const Tensor& o, double rtol, double atol, bool equal_nan) const {
+  return ember::allclose(*this, o, rtol, atol, equal_nan);
+}
+
+bool equal(const Tensor& a, const Tensor& b) {
+  OpScope scope("equal");
+  EMBER_CHECK(a.defined() && b.defined(), "[equal] called with an undefined tensor");
+  if (!(a.sizes() == b.sizes())) return false;
+  return all_true(eq(a, b));
+}
+bool Tensor::equal(const Tensor& o) const { return ember::equal(*this, o); }
+
+// ---- operators ----
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator+(const Tensor& a, const Scalar& b) { return add(a, b); }
+Tensor operator+(const Scalar& a, const Tensor& b) { return add(b, a); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator-(const Tensor& a, const Scalar& b) { return sub(a, b); }
+Tensor operator-(const Scalar& a, const Tensor& b) { return binary_st("rsub", BinaryOp::Sub, a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator*(const Tensor& a, const Scalar& b) { return mul(a, b); }
+Tensor operator*(const Scalar& a, const Tensor& b) { return mul(b, a); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator/(const Tensor& a, const Scalar& b) { return div(a, b); }
+Tensor operator/(const Scalar& a, const Tensor& b) { return binary_st("div", BinaryOp::Div, a, b); }
+Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+Tensor operator==(const Tensor& a, const Scalar& b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+Tensor operator!=(const Tensor& a, const Scalar& b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+Tensor operator<(const Tensor& a, const Scalar& b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+Tensor operator<=(const Tensor& a, const Scalar& b) { return le(a, b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+Tensor operator>(const Tensor& a, const Scalar& b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator>=(const Tensor& a, const Scalar& b) { return ge(a, b); }
+
+}  // namespace ember

@@ -1,0 +1,258 @@
+// Unary element-wise ops: dtype rules and checks, then a kernel call.
+
+#include <cmath>
+#include <limits>
+
+#include "ember/core/check.h"
+#include "ember/core/op_scope.h"
+#include "ember/kernels/cpu/pointwise.h"
+#include "ember/ops/creation.h"
+#include "ember/ops/overlap.h"
+#include "ember/ops/pointwise.h"
+#include "ember/ops/type_promotion.h"
+#include "ember/ops/view.h"
+
+namespace ember {
+
+using kernels::cpu::UnaryOp;
+
+namespace {
+
+enum class Kind { Float, Same, Bool };
+
+Kind kind_of(UnaryOp op) {
+  if (op >= UnaryOp::IsNan) return Kind::Bool;
+  if (op >= UnaryOp::Neg) return Kind::Same;
+  return Kind::Float;
+}
+
+void check_input(const char* name, UnaryOp op, const Tensor& t) {
+  EMBER_CHECK(t.defined(), "[", name, "] called on an undefined tensor");
+  const DType dt = t.dtype();
+  if (dt == kBool) {
+    EMBER_CHECK(op != UnaryOp::Neg, "[", name,
+                "] negation, the `-` operator, on a bool tensor is not supported; to invert a "
+                "mask use logical_not()");
+    EMBER_CHECK(op != UnaryOp::Abs && op != UnaryOp::Relu, "[", name,
+                "] is not implemented for dtype bool; convert with to(ember::kInt64) first");
+  }
+  if (dt == kBool && (op == UnaryOp::Floor || op == UnaryOp::Ceil || op == UnaryOp::Round ||
+                     op == UnaryOp::Trunc)) {
+    EMBER_ERROR("[", name, "] is not implemented for dtype bool; convert with to() first");
+  }
+  if (op == UnaryOp::Frac || op == UnaryOp::Silu) {
+    EMBER_CHECK(is_floating_point(dt), "[", name,
+                "] is only defined for floating-point tensors, got dtype ", dt);
+  }
+}
+
+DType out_dtype(UnaryOp op, DType in) {
+  switch (kind_of(op)) {
+    case Kind::Float: return is_floating_point(in) ? in : get_default_dtype();
+    case Kind::Same: return in;
+    case Kind::Bool: return kBool;
+  }
+  return in;
+}
+
+Tensor unary(const char* name, UnaryOp op, const Tensor& t) {
+  OpScope scope(name);
+  check_input(name, op, t);
+  const DType odt = out_dtype(op, t.dtype());
+  Tensor out = empty(t.sizes(), TensorOptions(odt));
+  const Tensor in = (kind_of(op) == Kind::Float && t.dtype() != odt) ? t.to(odt) : t;
+  kernels::cpu::unary(op, out, in);
+  return out;
+}
+
+Tensor& unary_(const char* name, UnaryOp op, Tensor& t) {
+  OpScope scope(name);
+  check_input(name, op, t);
+  const DType odt = out_dtype(op, t.dtype());
+  EMBER_CHECK(odt == t.dtype(), "[", name, "] result type ", odt,
+              " can't be cast to the desired output type ", t.dtype(),
+              "; use the out-of-place op or convert the tensor to a floating dtype first");
+  check_no_internal_overlap(t, name);
+  kernels::cpu::unary(op, t, t);
+  t.bump_version();
+  return t;
+}
+
+// The bounds of clamp decide its dtype like a binary op's second operand does.
+DType clamp_dtype(const Tensor& t, const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
+  ResultTypeState s;
+  s.update(t);
+  if (lo) s.update(*lo);
+  if (hi) s.update(*hi);
+  return s.result();
+}
+
+}  // namespace
+
+#define EMBER_UNARY(fn, OP)                                                         \
+  Tensor fn(const Tensor& t) { return unary(#fn, UnaryOp::OP, t); }                 \
+  Tensor Tensor::fn() const { return unary(#fn, UnaryOp::OP, *this); }              \
+  Tensor& Tensor::fn##_() { return unary_(#fn "_", UnaryOp::OP, *this); }
+
+EMBER_UNARY(neg, Neg)
+EMBER_UNARY(abs, Abs)
+EMBER_UNARY(sign, Sign)
+EMBER_UNARY(exp, Exp)
+EMBER_UNARY(exp2, Exp2)
+EMBER_UNARY(expm1, Expm1)
+EMBER_UNARY(log, Log)
+EMBER_UNARY(log2, Log2)
+EMBER_UNARY(log10, Log10)
+EMBER_UNARY(log1p, Log1p)
+EMBER_UNARY(sqrt, Sqrt)
+EMBER_UNARY(rsqrt, Rsqrt)
+EMBER_UNARY(reciprocal, Reciprocal)
+EMBER_UNARY(sin, Sin)
+EMBER_UNARY(cos, Cos)
+EMBER_UNARY(tan, Tan)
+EMBER_UNARY(asin, Asin)
+EMBER_UNARY(acos, Acos)
+EMBER_UNARY(atan, Atan)
+EMBER_UNARY(sinh, Sinh)
+EMBER_UNARY(cosh, Cosh)
+EMBER_UNARY(tanh, Tanh)
+EMBER_UNARY(sigmoid, Sigmoid)
+EMBER_UNARY(relu, Relu)
+EMBER_UNARY(erf, Erf)
+EMBER_UNARY(erfinv, Erfinv)
+EMBER_UNARY(floor, Floor)
+EMBER_UNARY(ceil, Ceil)
+EMBER_UNARY(round, Round)
+EMBER_UNARY(trunc, Trunc)
+EMBER_UNARY(frac, Frac)
+#undef EMBER_UNARY
+
+Tensor silu(const Tensor& t) { return unary("silu", UnaryOp::Silu, t); }
+Tensor Tensor::silu() const { return unary("silu", UnaryOp::Silu, *this); }
+
+#define EMBER_BOOL_UNARY(fn, OP)                                                    \
+  Tensor fn(const Tensor& t) { return unary(#fn, UnaryOp::OP, t); }                 \
+  Tensor Tensor::fn() const { return unary(#fn, UnaryOp::OP, *this); }
+
+EMBER_BOOL_UNARY(isnan, IsNan)
+EMBER_BOOL_UNARY(isinf, IsInf)
+EMBER_BOOL_UNARY(isfinite, IsFinite)
+EMBER_BOOL_UNARY(logical_not, LogicalNot)
+#undef EMBER_BOOL_UNARY
+
+Tensor gelu(const Tensor& t, std::string_view approximate) {
+  EMBER_CHECK(approximate == "none" || approximate == "tanh",
+              "[gelu] approximate must be \"none\" or \"tanh\", got \"", approximate, "\"");
+  EMBER_CHECK(t.defined() && t.is_floating_point(), "[gelu] expected a floating-point tensor, got ",
+              t.defined() ? std::string(dtype_name(t.dtype())) : std::string("an undefined tensor"));
+  return unary("gelu", approximate == "tanh" ? UnaryOp::GeluTanh : UnaryOp::GeluErf, t);
+}
+Tensor Tensor::gelu(std::string_view approximate) const { return ember::gelu(*this, approximate); }
+
+Tensor softplus(const Tensor& t, const Scalar& beta, const Scalar& threshold) {
+  OpScope scope("softplus");
+  EMBER_CHECK(t.defined() && t.is_floating_point(), "[softplus] expected a floating-point tensor, got ",
+              t.defined() ? std::string(dtype_name(t.dtype())) : std::string("an undefined tensor"));
+  Tensor out = empty(t.sizes(), TensorOptions(t.dtype()));
+  kernels::cpu::softplus(out, t, beta.to_double(), threshold.to_double());
+  return out;
+}
+Tensor Tensor::softplus(const Scalar& beta, const Scalar& threshold) const {
+  return ember::softplus(*this, beta, threshold);
+}
+
+Tensor clamp(const Tensor& t, std::optional<Scalar> min, std::optional<Scalar> max) {
+  OpScope scope("clamp");
+  EMBER_CHECK(t.defined(), "[clamp] called on an undefined tensor");
+  EMBER_CHECK(min || max, "[clamp] at least one of 'min' or 'max' must not be None");
+  const DType dt = clamp_dtype(t, min, max);
+  Tensor in = t.to(dt);
+  Tensor out = empty(t.sizes(), TensorOptions(dt));
+  kernels::cpu::clamp(out, in, min ? &*min : nullptr, max ? &*max : nullptr);
+  return out;
+}
+Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
+  return ember::clamp(*this, min, max);
+}
+Tensor Tensor::clamp_min(const Scalar& min) const { return ember::clamp(*this, min, std::nullopt); }
+Tensor Tensor::clamp_max(const Scalar& max) const { return ember::clamp(*this, std::nullopt, max); }
+
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+  OpScope scope("clamp_");
+  EMBER_CHECK(defined(), "[clamp_] called on an undefined tensor");
+  EMBER_CHECK(min || max, "[clamp_] at least one of 'min' or 'max' must not be None");
+  const DType dt = clamp_dtype(*this, min, max);
+  EMBER_CHECK(can_cast(dt, dtype()), "[clamp_] result type ", dt,
+              " can't be cast to the desired output type ", dtype());
+  check_no_internal_overlap(*this, "clamp_");
+  kernels::cpu::clamp(*this, *this, min ? &*min : nullptr, max ? &*max : nullptr);
+  bump_version();
+  return *this;
+}
+Tensor& Tensor::clamp_min_(const Scalar& min) { return clamp_(min, std::nullopt); }
+Tensor& Tensor::clamp_max_(const Scalar& max) { return clamp_(std::nullopt, max); }
+
+Tensor clamp(const Tensor& t, const Tensor& min, const Tensor& max) {
+  OpScope scope("clamp");
+  EMBER_CHECK(t.defined(), "[clamp] called on an undefined tensor");
+  EMBER_CHECK(min.defined() || max.defined(), "[clamp] at least one of 'min' or 'max' must be defined");
+  ResultTypeState s;
+  s.update(t);
+  DimVector shape(t.sizes());
+  if (min.defined()) {
+    s.update(min);
+    shape = broadcast_shapes(shape, min.sizes());
+  }
+  if (max.defined()) {
+    s.update(max);
+    shape = broadcast_shapes(shape, max.sizes());
+  }
+  const DType dt = s.result();
+  EMBER_CHECK(dt != kBool, "[clamp] is not implemented for dtype bool");
+  Tensor out = empty(shape, TensorOptions(dt));
+  kernels::cpu::clamp_tensor(out, t.to(dt), min.defined() ? min.to(dt) : Tensor(),
+                             max.defined() ? max.to(dt) : Tensor());
+  return out;
+}
+Tensor Tensor::clamp(const Tensor& min, const Tensor& max) const { return ember::clamp(*this, min, max); }
+
+namespace {
+void nan_to_num_defaults(DType dt, std::optional<double>& posinf, std::optional<double>& neginf) {
+  double hi = 0, lo = 0;
+  switch (dt) {
+    case kFloat16: hi = 65504.0; break;
+    case kBFloat16: hi = 3.3895313892515355e38; break;
+    case kFloat32: hi = std::numeric_limits<float>::max(); break;
+    default: hi = std::numeric_limits<double>::max(); break;
+  }
+  lo = -hi;
+  if (!posinf) posinf = hi;
+  if (!neginf) neginf = lo;
+}
+}  // namespace
+
+Tensor nan_to_num(const Tensor& t, std::optional<double> nan, std::optional<double> posinf,
+                  std::optional<double> neginf) {
+  OpScope scope("nan_to_num");
+  EMBER_CHECK(t.defined(), "[nan_to_num] called on an undefined tensor");
+  nan_to_num_defaults(t.dtype(), posinf, neginf);
+  Tensor out = empty(t.sizes(), TensorOptions(t.dtype()));
+  kernels::cpu::nan_to_num(out, t, nan.value_or(0.0), *posinf, *neginf);
+  return out;
+}
+Tensor Tensor::nan_to_num(std::optional<double> nan, std::optional<double> posinf,
+                          std::optional<double> neginf) const {
+  return ember::nan_to_num(*this, nan, posinf, neginf);
+}
+Tensor& Tensor::nan_to_num_(std::optional<double> nan, std::optional<double> posinf,
+                            std::optional<double> neginf) {
+  OpScope scope("nan_to_num_");
+  EMBER_CHECK(defined(), "[nan_to_num_] called on an undefined tensor");
+  check_no_internal_overlap(*this, "nan_to_num_");
+  nan_to_num_defaults(dtype(), posinf, neginf);
+  kernels::cpu::nan_to_num(*this, *this, nan.value_or(0.0), *posinf, *neginf);
+  bump_version();
+  return *this;
+}
+
+}  // namespace ember
