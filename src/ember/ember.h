@@ -20,4 +20,5 @@
 #include "ember/ops/join.h"
 #include "ember/ops/linalg.h"
 #include "ember/ops/pointwise.h"
+#include "ember/ops/reduce.h"
 #include "ember/ops/sort.h"

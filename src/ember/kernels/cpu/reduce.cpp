@@ -1,0 +1,385 @@
+#include "ember/kernels/cpu/reduce.h"
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "ember/core/parallel.h"
+#include "ember/kernels/cpu/loops.h"
+#include "ember/kernels/cpu/vec.h"
+
+namespace ember::kernels::cpu {
+
+namespace {
+
+// Elements per chunk when one long run is split; fixed, so sums do not depend on threads.
+constexpr int64_t kChunk = 1 << 15;
+
+template <typename T>
+using acc_of = std::conditional_t<std::is_floating_point_v<acc_t<T>>, double,
+                                  std::conditional_t<std::is_same_v<T, uint64_t>, uint64_t, int64_t>>;
+
+// Sum of n contiguous values with 8 independent accumulators (vectorisable, and more
+// accurate than one running sum).
+template <typename T, typename A>
+A sum_run(const T* p, int64_t n) {
+  A acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) acc[k] += static_cast<A>(static_cast<acc_t<T>>(p[i + k]));
+  }
+  for (int k = 0; i < n; ++i, ++k) acc[k] += static_cast<A>(static_cast<acc_t<T>>(p[i]));
+  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+// Reduces each (o, :, i) with `step(acc, x)` from `init`, finishing with `done(acc, len)`;
+// for a single long row the work is split into fixed chunks combined by `merge`.
+template <typename T, typename O, typename A, typename Step, typename Merge, typename Done>
+void generic_reduce(const Tensor& out, const Tensor& in, ReduceShape s, A init, Step step, Merge merge,
+                    Done done) {
+  const T* x = in.data_ptr<T>();
+  O* y = out.data_ptr<O>();
+  const int64_t outputs = s.outer * s.inner;
+  if (outputs == 0) return;
+  if (s.inner == 1 && s.outer < 4 && s.len > kChunk) {
+    const int64_t chunks = (s.len + kChunk - 1) / kChunk;
+    std::vector<A> partial(static_cast<size_t>(s.outer * chunks), init);
+    parallel_for(0, s.outer * chunks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) {
+        const int64_t o = k / chunks, c = k % chunks;
+        const T* row = x + o * s.len + c * kChunk;
+        const int64_t n = std::min(kChunk, s.len - c * kChunk);
+        A acc = init;
+        for (int64_t r = 0; r < n; ++r) acc = step(acc, row[r]);
+        partial[k] = acc;
+      }
+    });
+    for (int64_t o = 0; o < s.outer; ++o) {
+      A acc = partial[o * chunks];
+      for (int64_t c = 1; c < chunks; ++c) acc = merge(acc, partial[o * chunks + c]);
+      y[o] = static_cast<O>(done(acc, s.len));
+    }
+    return;
+  }
+  const int64_t grain = std::max<int64_t>(1, kChunk / std::max<int64_t>(1, s.len));
+  parallel_for(0, outputs, grain, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      const int64_t o = k / s.inner, i = k % s.inner;
+      const T* p = x + o * s.len * s.inner + i;
+      A acc = init;
+      for (int64_t r = 0; r < s.len; ++r) acc = step(acc, p[r * s.inner]);
+      y[k] = static_cast<O>(done(acc, s.len));
+    }
+  });
+}
+
+// Sum with the fast paths: contiguous rows (8 accumulators, chunked when long) and
+// column sums over whole rows (vectorises across the inner dim).
+template <typename T, typename O>
+void sum_reduce(const Tensor& out, const Tensor& in, ReduceShape s) {
+  using A = acc_of<T>;
+  const T* x = in.data_ptr<T>();
+  O* y = out.data_ptr<O>();
+  if (s.outer * s.inner == 0) return;
+  if (s.inner == 1) {
+    if (s.outer < 4 && s.len > kChunk) {
+      const int64_t chunks = (s.len + kChunk - 1) / kChunk;
+      std::vector<A> partial(static_cast<size_t>(s.outer * chunks));
+      parallel_for(0, s.outer * chunks, 1, [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; ++k) {
+          const int64_t o = k / chunks, c = k % chunks;
+          partial[k] = sum_run<T, A>(x + o * s.len + c * kChunk, std::min(kChunk, s.len - c * kChunk));
+        }
+      });
+      for (int64_t o = 0; o < s.outer; ++o) {
+        A acc = 0;
+        for (int64_t c = 0; c < chunks; ++c) acc += partial[o * chunks + c];
+        y[o] = static_cast<O>(acc);
+      }
+      return;
+    }
+    const int64_t grain = std::max<int64_t>(1, kChunk / std::max<int64_t>(1, s.len));
+    parallel_for(0, s.outer, grain, [&](int64_t b, int64_t e) {
+      for (int64_t o = b; o < e; ++o) y[o] = static_cast<O>(sum_run<T, A>(x + o * s.len, s.len));
+    });
+    return;
+  }
+  // Column sums: blocks of the inner dim, rows added one after another.
+  constexpr int64_t kCols = 256;
+  const int64_t col_blocks = (s.inner + kCols - 1) / kCols;
+  parallel_for(0, s.outer * col_blocks, 1, [&](int64_t b, int64_t e) {
+    A acc[kCols];
+    for (int64_t k = b; k < e; ++k) {
+      const int64_t o = k / col_blocks, c0 = (k % col_blocks) * kCols;
+      const int64_t w = std::min(kCols, s.inner - c0);
+      for (int64_t j = 0; j < w; ++j) acc[j] = 0;
+      const T* base = x + o * s.len * s.inner + c0;
+      for (int64_t r = 0; r < s.len; ++r) {
+        const T* row = base + r * s.inner;
+        for (int64_t j = 0; j < w; ++j) acc[j] += static_cast<A>(static_cast<acc_t<T>>(row[j]));
+      }
+      for (int64_t j = 0; j < w; ++j) y[o * s.inner + c0 + j] = static_cast<O>(acc[j]);
+    }
+  });
+}
+
+template <typename C>
+bool is_nan(C x) {
+  if constexpr (std::is_floating_point_v<C>) return std::isnan(x);
+  else return false;
+}
+
+}  // namespace
+
+void reduce(ReduceOp op, const Tensor& out, const Tensor& in, ReduceShape s, double p) {
+  dispatch_all(in.dtype(), "reduce", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = acc_t<T>;
+    using A = acc_of<T>;
+    auto run_out = [&](auto otag, auto init, auto step, auto merge, auto done) {
+      using O = typename decltype(otag)::type;
+      generic_reduce<T, O>(out, in, s, init, step, merge, done);
+    };
+    auto same_out = [&](auto init, auto step, auto merge, auto done) {
+      dispatch_all(out.dtype(), "reduce", [&](auto otag) { run_out(otag, init, step, merge, done); });
+    };
+    auto ident = [](auto a, int64_t) { return a; };
+    switch (op) {
+      case ReduceOp::Sum:
+        dispatch_all(out.dtype(), "sum", [&](auto otag) {
+          using O = typename decltype(otag)::type;
+          sum_reduce<T, O>(out, in, s);
+        });
+        return;
+      case ReduceOp::Prod:
+        same_out(A(1), [](A a, T x) { return static_cast<A>(a * static_cast<A>(static_cast<C>(x))); },
+                 [](A a, A b) { return static_cast<A>(a * b); }, ident);
+        return;
+      case ReduceOp::Max:
+      case ReduceOp::Min: {
+        const bool mx = op == ReduceOp::Max;
+        auto pick = [mx](C a, C b) -> C {
+          if (is_nan(a)) return a;
+          if (is_nan(b)) return b;
+          return mx ? (b > a ? b : a) : (b < a ? b : a);
+        };
+        C init;
+        if constexpr (std::is_floating_point_v<C>) init = mx ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
+        else if constexpr (std::is_same_v<C, bool>) init = !mx;
+        else init = mx ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
+        same_out(init, [pick](C a, T x) { return pick(a, static_cast<C>(x)); }, pick, ident);
+        return;
+      }
+      case ReduceOp::NormL1:
+        same_out(0.0, [](double a, T x) { return a + std::fabs(static_cast<double>(static_cast<C>(x))); },
+                 [](double a, double b) { return a + b; }, ident);
+        return;
+      case ReduceOp::NormL2Sq:
+        same_out(0.0, [](double a, T x) { double v = static_cast<double>(static_cast<C>(x)); return a + v * v; },
+                 [](double a, double b) { return a + b; }, [](double a, int64_t) { return std::sqrt(a); });
+        return;
+      case ReduceOp::NormInf:
+      case ReduceOp::NormNegInf: {
+        const bool mx = op == ReduceOp::NormInf;
+        auto pick = [mx](double a, double b) {
+          if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+          return mx ? std::max(a, b) : std::min(a, b);
+        };
+        same_out(mx ? 0.0 : std::numeric_limits<double>::infinity(),
+                 [pick](double a, T x) { return pick(a, std::fabs(static_cast<double>(static_cast<C>(x)))); },
+                 pick, ident);
+        return;
+      }
+      case ReduceOp::NormP:
+        same_out(0.0, [p](double a, T x) { return a + std::pow(std::fabs(static_cast<double>(static_cast<C>(x))), p); },
+                 [](double a, double b) { return a + b; }, [p](double a, int64_t) { return std::pow(a, 1.0 / p); });
+        return;
+      case ReduceOp::NormL0:
+        same_out(0.0, [](double a, T x) { return a + (static_cast<C>(x) != C(0) ? 1.0 : 0.0); },
+                 [](double a, double b) { return a + b; }, ident);
+        return;
+      case ReduceOp::All:
+        same_out(true, [](bool a, T x) { return a && static_cast<C>(x) != C(0); },
+                 [](bool a, bool b) { return a && b; }, ident);
+        return;
+      case ReduceOp::Any:
+        same_out(false, [](bool a, T x) { return a || static_cast<C>(x) != C(0); },
+                 [](bool a, bool b) { return a || b; }, ident);
+        return;
+      case ReduceOp::CountNonzero:
+        same_out(int64_t(0), [](int64_t a, T x) { return a + (static_cast<C>(x) != C(0) ? 1 : 0); },
+                 [](int64_t a, int64_t b) { return a + b; }, ident);
+        return;
+    }
+  });
+}
+
+void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceShape s, int64_t correction) {
+  dispatch_floating(in.dtype(), "var", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = in.data_ptr<T>();
+    T* v = var.defined() ? var.data_ptr<T>() : nullptr;
+    T* m = mean.defined() ? mean.data_ptr<T>() : nullptr;
+    const int64_t outputs = s.outer * s.inner;
+    const double denom = static_cast<double>(s.len - correction);
+    const int64_t grain = std::max<int64_t>(1, kChunk / std::max<int64_t>(1, s.len));
+    // Two passes in double: the mean, then the squared deviations (no cancellation).
+    parallel_for(0, outputs, grain, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) {
+        const int64_t o = k / s.inner, i = k % s.inner;
+        const T* p = x + o * s.len * s.inner + i;
+        auto ld = [](T t) { return static_cast<double>(static_cast<acc_t<T>>(t)); };
+        double sum = 0;
+        for (int64_t r = 0; r < s.len; ++r) sum += ld(p[r * s.inner]);
+        const double mu = sum / static_cast<double>(s.len);
+        double sq = 0;
+        for (int64_t r = 0; r < s.len; ++r) {
+          const double d = ld(p[r * s.inner]) - mu;
+          sq += d * d;
+        }
+        if (m) m[k] = static_cast<T>(mu);
+        if (v) v[k] = static_cast<T>(denom > 0 ? sq / denom : (sq / 0.0));
+      }
+    });
+  });
+}
+
+void arg_reduce(bool is_max, const Tensor& values, const Tensor& indices, const Tensor& in, ReduceShape s) {
+  dispatch_all(in.dtype(), is_max ? "max" : "min", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = acc_t<T>;
+    const T* x = in.data_ptr<T>();
+    T* vo = values.defined() ? values.data_ptr<T>() : nullptr;
+    int64_t* io = indices.defined() ? indices.data_ptr<int64_t>() : nullptr;
+    const int64_t outputs = s.outer * s.inner;
+    const int64_t grain = std::max<int64_t>(1, kChunk / std::max<int64_t>(1, s.len));
+    parallel_for(0, outputs, grain, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) {
+        const int64_t o = k / s.inner, i = k % s.inner;
+        const T* p = x + o * s.len * s.inner + i;
+        C best = static_cast<C>(p[0]);
+        int64_t arg = 0;
+        if (!is_nan(best)) {
+          for (int64_t r = 1; r < s.len; ++r) {
+            const C v = static_cast<C>(p[r * s.inner]);
+            if (is_nan(v)) {
+              best = v;
+              arg = r;
+              break;
+            }
+            if (is_max ? v > best : v < best) {
+              best = v;
+              arg = r;
+            }
+          }
+        }
+        if (vo) vo[k] = static_cast<T>(best);
+        if (io) io[k] = arg;
+      }
+    });
+  });
+}
+
+void logsumexp(const Tensor& out, const Tensor& in, ReduceShape s) {
+  dispatch_floating(in.dtype(), "logsumexp", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = in.data_ptr<T>();
+    T* y = out.data_ptr<T>();
+    const int64_t grain = std::max<int64_t>(1, kChunk / std::max<int64_t>(1, s.len));
+    parallel_for(0, s.outer * s.inner, grain, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) {
+        const int64_t o = k / s.inner, i = k % s.inner;
+        const T* p = x + o * s.len * s.inner + i;
+        auto ld = [](T t) { return static_cast<double>(static_cast<acc_t<T>>(t)); };
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t r = 0; r < s.len; ++r) mx = std::max(mx, ld(p[r * s.inner]));
+        if (std::isinf(mx)) {
+          y[k] = static_cast<T>(mx);
+          continue;
+        }
+        double sum = 0;
+        for (int64_t r = 0; r < s.len; ++r) {
+          sum += std::exp(ld(p[r * s.inner]) - mx);
+        }
+        y[k] = static_cast<T>(std::log(sum) + mx);
+      }
+    });
+  });
+}
+
+void cumulative(bool is_prod, const Tensor& out, const Tensor& in, ReduceShape s) {
+  dispatch_all(in.dtype(), is_prod ? "cumprod" : "cumsum", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    dispatch_all(out.dtype(), "cumsum", [&](auto otag) {
+      using O = typename decltype(otag)::type;
+      using A = acc_of<O>;
+      const T* x = in.data_ptr<T>();
+      O* y = out.data_ptr<O>();
+      const int64_t grain = std::max<int64_t>(1, kChunk / std::max<int64_t>(1, s.len));
+      parallel_for(0, s.outer * s.inner, grain, [&](int64_t b, int64_t e) {
+        for (int64_t k = b; k < e; ++k) {
+          const int64_t o = k / s.inner, i = k % s.inner;
+          const int64_t base = o * s.len * s.inner + i;
+          A acc = is_prod ? A(1) : A(0);
+          for (int64_t r = 0; r < s.len; ++r) {
+            const A v = static_cast<A>(static_cast<acc_t<O>>(static_cast<O>(static_cast<acc_t<T>>(x[base + r * s.inner]))));
+            acc = is_prod ? static_cast<A>(acc * v) : static_cast<A>(acc + v);
+            y[base + r * s.inner] = static_cast<O>(acc);
+          }
+        }
+      });
+    });
+  });
+}
+
+void softmax(bool log, const Tensor& out, const Tensor& in, ReduceShape s) {
+  dispatch_floating(in.dtype(), log ? "log_softmax" : "softmax", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const T* x = in.data_ptr<T>();
+    T* y = out.data_ptr<T>();
+    const int64_t grain = std::max<int64_t>(1, kChunk / std::max<int64_t>(1, s.len));
+    parallel_for(0, s.outer * s.inner, grain, [&](int64_t b, int64_t e) {
+      std::vector<C> buf(static_cast<size_t>(s.len));
+      for (int64_t k = b; k < e; ++k) {
+        const int64_t o = k / s.inner, i = k % s.inner;
+        const int64_t base = o * s.len * s.inner + i;
+        C mx = -std::numeric_limits<C>::infinity();
+        for (int64_t r = 0; r < s.len; ++r) {
+          buf[r] = static_cast<C>(x[base + r * s.inner]);
+          mx = std::max(mx, buf[r]);
+        }
+        if (std::isinf(mx) && mx < 0) mx = 0;  // a row of -inf: exp gives zeros, as torch
+        // exp(x - max) through the vector path for float rows.
+        int64_t r = 0;
+#if EMBER_HAVE_VEC
+        if constexpr (std::is_same_v<C, float>) {
+          const vec::VecF vm = vec::set1(mx);
+          for (; r + vec::kLanes <= s.len; r += vec::kLanes) {
+            vec::store(buf.data() + r, vec::exp(vec::sub(vec::load(buf.data() + r), vm)));
+          }
+          if (r < s.len) {
+            alignas(64) float pad[vec::kLanes] = {};
+            std::memcpy(pad, buf.data() + r, static_cast<size_t>(s.len - r) * sizeof(float));
+            vec::store(pad, vec::exp(vec::sub(vec::load(pad), vm)));
+            std::memcpy(buf.data() + r, pad, static_cast<size_t>(s.len - r) * sizeof(float));
+            r = s.len;
+          }
+        }
+#endif
+        for (; r < s.len; ++r) buf[r] = std::exp(buf[r] - mx);
+        double sum = 0;
+        for (int64_t q = 0; q < s.len; ++q) sum += buf[q];
+        if (log) {
+          const C lse = static_cast<C>(std::log(sum)) + mx;
+          for (int64_t q = 0; q < s.len; ++q) y[base + q * s.inner] = static_cast<T>(static_cast<C>(x[base + q * s.inner]) - lse);
+        } else {
+          const C inv = static_cast<C>(1.0 / sum);
+          for (int64_t q = 0; q < s.len; ++q) y[base + q * s.inner] = static_cast<T>(buf[q] * inv);
+        }
+      }
+    });
+  });
+}
+
+}  // namespace ember::kernels::cpu

@@ -1,0 +1,215 @@
+// Reductions, scans and softmax against libtorch 1.13, plus the accuracy and
+// determinism guarantees ember adds (long float32 sums, 1 vs 2 threads).
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <ember/ember.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "parity/torch_bridge.h"
+
+namespace {
+
+using ember::DType;
+
+void expect_close(const ember::Tensor& e, const torch::Tensor& t, const std::string& what, double rtol,
+                  double atol) {
+  ASSERT_EQ(e.dtype(), parity::to_ember(t.scalar_type())) << what;
+  ASSERT_EQ(e.sizes().vec(), t.sizes().vec()) << what;
+  torch::Tensor et = parity::to_torch(e);
+  if (ember::is_floating_point(e.dtype())) {
+    EXPECT_TRUE(torch::allclose(et.to(torch::kFloat64), t.to(torch::kFloat64), rtol, atol, true))
+        << what << "\nember:\n" << et << "\ntorch:\n" << t;
+  } else {
+    EXPECT_TRUE(torch::equal(et, t.contiguous())) << what << "\nember:\n" << et << "\ntorch:\n" << t;
+  }
+}
+
+double rtol_for(DType dt) {
+  switch (dt) {
+    case ember::kFloat16: return 1e-2;
+    case ember::kBFloat16: return 5e-2;
+    case ember::kFloat32: return 1e-5;
+    default: return 1e-10;
+  }
+}
+
+ember::Tensor input(DType dt, bool transposed) {
+  ember::Tensor x = ember::is_floating_point(dt) ? ember::randn({4, 6, 5}, ember::kFloat64)
+                                                 : ember::randint(-4, 5, {4, 6, 5});
+  if (dt == ember::kUInt8) x = x.abs();
+  if (dt == ember::kBool) x = x.gt(0);
+  x = x.to(dt);
+  // Same logical values, laid out with the last two dims swapped in memory.
+  return transposed ? x.transpose(1, 2).contiguous().transpose(1, 2) : x;
+}
+
+struct Case {
+  std::string name;
+  std::function<ember::Tensor(const ember::Tensor&)> e;
+  std::function<torch::Tensor(const torch::Tensor&)> t;
+};
+
+TEST(ReduceParity, ReductionsOverDimsDtypesAndLayouts) {
+  ember::manual_seed(11);
+  const std::vector<std::vector<int64_t>> dimsets = {{}, {0}, {1}, {-1}, {0, 2}, {1, 2}, {0, 1, 2}};
+  int compared = 0;
+  for (int d = 0; d < ember::kNumDTypes; ++d) {
+    const auto dt = static_cast<DType>(d);
+    for (bool transposed : {false, true}) {
+      ember::Tensor x = input(dt, transposed);
+      torch::Tensor tx = parity::to_torch(x);
+      for (const auto& dims : dimsets) {
+        for (bool keepdim : {false, true}) {
+          ember::IntArrayRef ed(dims);
+          c10::IntArrayRef td(dims);
+          std::vector<Case> cases = {
+              {"sum", [&](const ember::Tensor& a) { return a.sum(ed, keepdim); },
+               [&](const torch::Tensor& a) { return dims.empty() && !keepdim ? a.sum() : a.sum(td, keepdim); }},
+              {"mean", [&](const ember::Tensor& a) { return a.mean(ed, keepdim); },
+               [&](const torch::Tensor& a) { return dims.empty() && !keepdim ? a.mean() : a.mean(td, keepdim); }},
+              {"amax", [&](const ember::Tensor& a) { return a.amax(ed, keepdim); },
+               [&](const torch::Tensor& a) { return a.amax(td, keepdim); }},
+              {"amin", [&](const ember::Tensor& a) { return a.amin(ed, keepdim); },
+               [&](const torch::Tensor& a) { return a.amin(td, keepdim); }},
+              {"var", [&](const ember::Tensor& a) { return a.var(ed, 1, keepdim); },
+               [&](const torch::Tensor& a) { return torch::var(a, dims.empty() ? c10::optional<c10::IntArrayRef>() : td, 1, keepdim); }},
+              {"std0", [&](const ember::Tensor& a) { return a.std(ed, 0, keepdim); },
+               [&](const torch::Tensor& a) { return torch::std(a, dims.empty() ? c10::optional<c10::IntArrayRef>() : td, 0, keepdim); }},
+              {"norm2", [&](const ember::Tensor& a) { return a.norm(2, ed, keepdim); },
+               [&](const torch::Tensor& a) { return torch::norm(a, 2, dims.empty() ? std::vector<int64_t>{0, 1, 2} : dims, keepdim); }},
+              {"norm1", [&](const ember::Tensor& a) { return a.norm(1, ed, keepdim); },
+               [&](const torch::Tensor& a) { return torch::norm(a, 1, dims.empty() ? std::vector<int64_t>{0, 1, 2} : dims, keepdim); }},
+              {"norm3", [&](const ember::Tensor& a) { return a.norm(3, ed, keepdim); },
+               [&](const torch::Tensor& a) { return torch::norm(a, 3, dims.empty() ? std::vector<int64_t>{0, 1, 2} : dims, keepdim); }},
+              {"normInf", [&](const ember::Tensor& a) { return a.norm(INFINITY, ed, keepdim); },
+               [&](const torch::Tensor& a) { return torch::norm(a, INFINITY, dims.empty() ? std::vector<int64_t>{0, 1, 2} : dims, keepdim); }},
+              {"count_nonzero", [&](const ember::Tensor& a) { return keepdim ? ember::Tensor() : a.count_nonzero(ed); },
+               [&](const torch::Tensor& a) { return keepdim ? torch::Tensor() : torch::count_nonzero(a, td); }},
+              {"logsumexp", [&](const ember::Tensor& a) { return dims.empty() ? ember::Tensor() : a.logsumexp(ed, keepdim); },
+               [&](const torch::Tensor& a) { return dims.empty() ? torch::Tensor() : torch::logsumexp(a, td, keepdim); }},
+          };
+          if (dims.size() <= 1) {
+            const int64_t dim = dims.empty() ? 0 : dims[0];
+            cases.push_back({"prod", [&, dim](const ember::Tensor& a) { return a.prod(dim, keepdim); },
+                             [&, dim](const torch::Tensor& a) { return a.prod(dim, keepdim); }});
+            cases.push_back({"max.values", [&, dim](const ember::Tensor& a) { return std::get<0>(a.max(dim, keepdim)); },
+                             [&, dim](const torch::Tensor& a) { return std::get<0>(a.max(dim, keepdim)); }});
+            cases.push_back({"argmax", [&, dim](const ember::Tensor& a) { return a.argmax(dim, keepdim); },
+                             [&, dim](const torch::Tensor& a) { return a.argmax(dim, keepdim); }});
+            cases.push_back({"argmin", [&, dim](const ember::Tensor& a) { return a.argmin(dim, keepdim); },
+                             [&, dim](const torch::Tensor& a) { return a.argmin(dim, keepdim); }});
+            cases.push_back({"all", [&, dim](const ember::Tensor& a) { return a.all(dim, keepdim); },
+                             [&, dim](const torch::Tensor& a) { return a.all(dim, keepdim); }});
+            cases.push_back({"any", [&, dim](const ember::Tensor& a) { return a.any(dim, keepdim); },
+                             [&, dim](const torch::Tensor& a) { return a.any(dim, keepdim); }});
+            cases.push_back({"cumsum", [&, dim](const ember::Tensor& a) { return a.cumsum(dim); },
+                             [&, dim](const torch::Tensor& a) { return a.cumsum(dim); }});
+            cases.push_back({"cumprod", [&, dim](const ember::Tensor& a) { return a.cumprod(dim); },
+                             [&, dim](const torch::Tensor& a) { return a.cumprod(dim); }});
+            cases.push_back({"softmax", [&, dim](const ember::Tensor& a) { return a.softmax(dim); },
+                             [&, dim](const torch::Tensor& a) { return a.softmax(dim); }});
+            cases.push_back({"log_softmax", [&, dim](const ember::Tensor& a) { return a.log_softmax(dim); },
+                             [&, dim](const torch::Tensor& a) { return a.log_softmax(dim); }});
+          }
+          for (const auto& c : cases) {
+            const std::string what = c.name + " " + std::string(ember::dtype_name(dt)) +
+                                     (transposed ? " transposed" : "") + " dims " +
+                                     std::to_string(dims.size()) + (keepdim ? " keepdim" : "");
+            torch::Tensor ty;
+            try {
+              ty = c.t(tx);
+            } catch (const c10::Error&) {
+              if (dt != ember::kFloat16 && dt != ember::kBFloat16) {
+                EXPECT_THROW(c.e(x), ember::Error) << what << ": torch refuses it";
+              }
+              continue;
+            }
+            if (!ty.defined()) continue;
+            ember::Tensor ey;
+            try {
+              ey = c.e(x);
+            } catch (const ember::Error& err) {
+              ADD_FAILURE() << what << ": ember threw but torch did not: " << err.what();
+              continue;
+            }
+            expect_close(ey, ty, what, rtol_for(ey.dtype()), rtol_for(ey.dtype()) * 1e-1);
+            ++compared;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 1000);
+}
+
+TEST(ReduceParity, NanPropagationAndTies) {
+  ember::Tensor x = ember::tensor({1.0, NAN, 3.0, 3.0, -1.0, NAN});
+  torch::Tensor tx = parity::to_torch(x);
+  EXPECT_TRUE(std::isnan(x.max().item<float>()));
+  EXPECT_TRUE(std::isnan(x.amin().item<float>()));
+  EXPECT_EQ(x.argmax().item<int64_t>(), tx.argmax().item<int64_t>());
+  EXPECT_EQ(x.argmin().item<int64_t>(), tx.argmin().item<int64_t>());
+  ember::Tensor ties = ember::tensor({2, 5, 5, 1, 1});
+  torch::Tensor tt = parity::to_torch(ties);
+  EXPECT_EQ(std::get<1>(ties.max(0)).item<int64_t>(), std::get<1>(tt.max(0)).item<int64_t>());
+  EXPECT_EQ(std::get<1>(ties.min(0)).item<int64_t>(), std::get<1>(tt.min(0)).item<int64_t>());
+  EXPECT_EQ(ties.argmax().item<int64_t>(), 1);
+}
+
+TEST(ReduceParity, EmptyInputs) {
+  ember::Tensor e = ember::zeros({0, 3});
+  torch::Tensor te = torch::zeros({0, 3});
+  expect_close(e.sum(), te.sum(), "sum of empty", 0, 0);
+  expect_close(e.sum(0), te.sum(0), "sum over empty dim", 0, 0);
+  expect_close(e.prod(0), te.prod(0), "prod over empty dim", 0, 0);
+  EXPECT_TRUE(std::isnan(e.mean().item<float>()));
+  EXPECT_THROW(e.max(), ember::Error);
+  EXPECT_THROW(e.amax(0), ember::Error);
+  expect_close(e.amax(1), te.amax(1), "amax over non-empty dim of an empty tensor", 0, 0);
+  EXPECT_THROW(e.argmax(), ember::Error);
+  EXPECT_THROW(ember::zeros({3}).sum({0, 0}), ember::Error);
+  EXPECT_THROW(ember::zeros({3}, ember::kInt64).mean(), ember::Error);
+}
+
+TEST(ReduceAccuracy, LongFloat32SumMatchesFloat64) {
+  ember::Tensor x = ember::full({10000000}, 0.1f, ember::kFloat32);
+  const double exact = x.to(ember::kFloat64).sum().item<double>();
+  const double got = x.sum().item<float>();
+  EXPECT_NEAR(got / exact, 1.0, 1e-6) << got << " vs " << exact;
+  ember::Tensor r = ember::rand({3000000});
+  EXPECT_NEAR(r.sum().item<float>() / r.to(ember::kFloat64).sum().item<double>(), 1.0, 1e-6);
+  EXPECT_NEAR(r.mean().item<float>(), 0.5, 1e-3);
+}
+
+TEST(ReduceDeterminism, BitIdenticalForOneAndTwoThreads) {
+  const int saved = ember::get_num_threads();
+  ember::manual_seed(12);
+  ember::Tensor x = ember::randn({3, 1 << 20});
+  ember::Tensor m = ember::randn({4096, 512});
+  std::vector<std::function<ember::Tensor()>> ops = {
+      [&] { return x.sum(); },
+      [&] { return x.sum(1); },
+      [&] { return m.sum(0); },
+      [&] { return m.var(1); },
+      [&] { return m.softmax(1); },
+      [&] { return m.logsumexp(0); },
+      [&] { return x.cumsum(1); },
+      [&] { return x.norm(); },
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    ember::set_num_threads(1);
+    ember::Tensor a = ops[i]();
+    ember::set_num_threads(2);
+    ember::Tensor b = ops[i]();
+    ASSERT_EQ(a.nbytes(), b.nbytes());
+    EXPECT_EQ(std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.nbytes()), 0) << "op " << i;
+  }
+  ember::set_num_threads(saved);
+}
+
+}  // namespace
