@@ -38,8 +38,7 @@ demo: build
 	@./$(BUILD_DIR)/examples/tensor_tour
 
 bench: build
-	@if [ -x $(BUILD_DIR)/bench/run_all ]; then ./$(BUILD_DIR)/bench/run_all; \
-	 else echo "bench: no benchmarks are built yet (they arrive with the ops issue)"; fi
+	@./$(BUILD_DIR)/bench/bench_ops
 
 sanitize: setup
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=address,undefined \

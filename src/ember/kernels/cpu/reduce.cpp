@@ -349,7 +349,6 @@ void softmax(bool log, const Tensor& out, const Tensor& in, ReduceShape s) {
           buf[r] = static_cast<C>(x[base + r * s.inner]);
           mx = std::max(mx, buf[r]);
         }
-        if (std::isinf(mx) && mx < 0) mx = 0;  // a row of -inf: exp gives zeros, as torch
         // exp(x - max) through the vector path for float rows.
         int64_t r = 0;
 #if EMBER_HAVE_VEC

@@ -1,0 +1,78 @@
+#include <gtest/gtest.h>
+
+#include <ember/ember.h>
+
+#include <cmath>
+#include <vector>
+
+namespace {
+
+using namespace ember;
+
+TEST(Reduce, DtypesOfResults) {
+  EXPECT_EQ(ones({3}, kInt32).sum().dtype(), kInt64);
+  EXPECT_EQ(ones({3}, kBool).sum().dtype(), kInt64);
+  EXPECT_EQ(ones({3}, kFloat16).sum().dtype(), kFloat16);
+  EXPECT_EQ(ones({3}, kInt32).sum({}, false, kFloat64).dtype(), kFloat64);
+  EXPECT_EQ(ones({3}, kInt32).cumsum(0).dtype(), kInt64);
+  EXPECT_EQ(ones({3}, kUInt8).all().dtype(), kUInt8);
+  EXPECT_EQ(ones({3}, kFloat32).any().dtype(), kBool);
+  EXPECT_EQ(ones({3}, kInt32).count_nonzero().dtype(), kInt64);
+  EXPECT_THROW(ones({3}, kInt32).mean(), Error);
+  EXPECT_EQ(ones({3}, kInt32).mean({}, false, kFloat32).item<float>(), 1.0f);
+}
+
+TEST(Reduce, KeepdimAndNegativeDims) {
+  Tensor x = arange(24, kFloat32).reshape({2, 3, 4});
+  EXPECT_EQ(x.sum({-1}).sizes().vec(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(x.sum({0, 2}, true).sizes().vec(), (std::vector<int64_t>{1, 3, 1}));
+  EXPECT_EQ(x.sum({0, 2}).to_vector<float>(), (std::vector<float>{60, 92, 124}));
+  EXPECT_EQ(x.amax({1}).to_vector<float>()[0], 8.0f);
+  EXPECT_THROW(x.sum({3}), Error);
+  auto [v, i] = x.max(1, true);
+  EXPECT_EQ(v.sizes().vec(), (std::vector<int64_t>{2, 1, 4}));
+  EXPECT_EQ(i.dtype(), kInt64);
+  EXPECT_EQ(i.to_vector<int64_t>(), (std::vector<int64_t>{2, 2, 2, 2, 2, 2, 2, 2}));
+}
+
+TEST(Reduce, ZeroDimTensors) {
+  Tensor s = tensor(3.0);
+  EXPECT_FLOAT_EQ(s.sum().item<float>(), 3.0f);
+  EXPECT_FLOAT_EQ(s.sum({0}).item<float>(), 3.0f);
+  EXPECT_FLOAT_EQ(s.softmax(0).item<float>(), 1.0f);
+  EXPECT_FLOAT_EQ(s.cumsum(0).item<float>(), 3.0f);
+}
+
+TEST(Reduce, VarianceCorrectionAndStd) {
+  Tensor x = tensor({1.0, 2.0, 3.0, 4.0}, kFloat64);
+  EXPECT_DOUBLE_EQ(x.var().item<double>(), 5.0 / 3.0);
+  EXPECT_DOUBLE_EQ(x.var({}, 0).item<double>(), 1.25);
+  EXPECT_DOUBLE_EQ(x.std({}, 0).item<double>(), std::sqrt(1.25));
+  auto [v, m] = x.var_mean();
+  EXPECT_DOUBLE_EQ(m.item<double>(), 2.5);
+  EXPECT_DOUBLE_EQ(v.item<double>(), 5.0 / 3.0);
+  EXPECT_TRUE(std::isinf(tensor({1.0}).var().item<float>()) || std::isnan(tensor({1.0}).var().item<float>()));
+}
+
+TEST(Reduce, NormsAndLogsumexpStability) {
+  Tensor x = tensor({3.0, -4.0});
+  EXPECT_FLOAT_EQ(x.norm().item<float>(), 5.0f);
+  EXPECT_FLOAT_EQ(x.norm(1).item<float>(), 7.0f);
+  EXPECT_FLOAT_EQ(x.norm(INFINITY).item<float>(), 4.0f);
+  Tensor big = tensor({1000.0, 1000.0});
+  EXPECT_NEAR(big.logsumexp({0}).item<float>(), 1000.0f + std::log(2.0f), 1e-3);
+  Tensor sm = tensor({1000.0, 0.0}).softmax(0);
+  EXPECT_FLOAT_EQ(sm.to_vector<float>()[0], 1.0f);
+  // A row of -inf has no defined softmax: NaN, as in PyTorch.
+  EXPECT_TRUE(std::isnan(tensor({-INFINITY, -INFINITY}).softmax(0).to_vector<float>()[0]));
+}
+
+TEST(Reduce, ScansAlongEachDim) {
+  Tensor x = arange(1, 7, kFloat32).reshape({2, 3});
+  EXPECT_EQ(x.cumsum(1).to_vector<float>(), (std::vector<float>{1, 3, 6, 4, 9, 15}));
+  EXPECT_EQ(x.cumsum(0).to_vector<float>(), (std::vector<float>{1, 2, 3, 5, 7, 9}));
+  EXPECT_EQ(x.cumprod(1).to_vector<float>(), (std::vector<float>{1, 2, 6, 4, 20, 120}));
+  EXPECT_EQ(x.t().cumsum(0).t().contiguous().to_vector<float>(), (std::vector<float>{1, 3, 6, 4, 9, 15}));
+}
+
+}  // namespace
