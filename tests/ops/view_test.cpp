@@ -367,6 +367,19 @@ TEST(ViewOpsExpand, SizeOneDimsGetStrideZero) {
   EXPECT_EQ(Strides(broadcast_to(row, {4, 3})), (I64{0, 1}));
 }
 
+TEST(ViewOpsExpand, ViewOfExpandedNeedsACopy) {
+  Tensor e = Arange(3).expand({2, 3});
+  ExpectError([&] { (void)e.view({6}); }, {"[2, 3]", "[0, 1]", "reshape"});
+  Tensor r = e.reshape({6});
+  EXPECT_FALSE(r.is_alias_of(e));
+  EXPECT_EQ(Longs(r), (I64{0, 1, 2, 0, 1, 2}));
+  // Adding or removing size-1 dims is still a view.
+  Tensor u = e.view({2, 1, 3});
+  EXPECT_TRUE(u.is_alias_of(e));
+  EXPECT_EQ(Strides(u).back(), 1);
+  EXPECT_EQ(Strides(u).front(), 0);
+}
+
 TEST(ViewOpsExpand, Errors) {
   Tensor row = Arange(3);
   ExpectError([&] { (void)row.expand({2, 4}); },

@@ -25,7 +25,9 @@ DimVector contiguous_strides(IntArrayRef sizes) {
   int64_t s = 1;
   for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
     strides[d] = s;
-    s *= sizes[d] > 1 ? sizes[d] : 1;
+    // Only a tensor with a zero-size dim can get here with a product past int64 (factories
+    // check numel); its strides never address memory, so saturating is harmless.
+    if (__builtin_mul_overflow(s, sizes[d] > 1 ? sizes[d] : 1, &s)) s = INT64_MAX;
   }
   return strides;
 }

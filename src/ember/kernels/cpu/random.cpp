@@ -58,9 +58,15 @@ void uniform(const Tensor& dst, double from, double to, PhiloxSeed seed) {
   }
   dispatch_floating(dst.dtype(), "uniform_", [&](auto tag) {
     using T = typename decltype(tag)::type;
+    // As many random bits as T has significand digits (PyTorch's uniform_real): rounding
+    // a 24-bit value to float16/bfloat16 could turn values just below 1 into 1.
+    constexpr int kDigits = std::is_same_v<T, Half> ? 11 : std::is_same_v<T, BFloat16> ? 8 : 24;
+    constexpr float kScale = 1.0f / static_cast<float>(1u << kDigits);
     const float f = static_cast<float>(from), rg = static_cast<float>(range);
     fill_blocks<T, 4>(dst.data_ptr<T>(), n, seed, [=](Philox4x32 r, T* v) {
-      for (int j = 0; j < 4; ++j) v[j] = T(f + rg * uint32_to_uniform_float(r.v[j]));
+      for (int j = 0; j < 4; ++j) {
+        v[j] = T(f + rg * (static_cast<float>(r.v[j] >> (32 - kDigits)) * kScale));
+      }
     });
   });
 }
@@ -119,9 +125,11 @@ void random_int(const Tensor& dst, int64_t from, int64_t to, PhiloxSeed seed) {
   dispatch_all(dst.dtype(), "random_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (random_values_per_block(dst.dtype(), range) == 2) {
+      // Added in uint64: for ranges past 2^63, from + (x % range) overflows int64 (UB).
+      const uint64_t base = static_cast<uint64_t>(from);
       fill_blocks<T, 2>(dst.data_ptr<T>(), n, seed, [=](Philox4x32 r, T* v) {
-        v[0] = convert<T>(from + static_cast<int64_t>(join64(r.v[0], r.v[1]) % range));
-        v[1] = convert<T>(from + static_cast<int64_t>(join64(r.v[2], r.v[3]) % range));
+        v[0] = convert<T>(static_cast<int64_t>(base + join64(r.v[0], r.v[1]) % range));
+        v[1] = convert<T>(static_cast<int64_t>(base + join64(r.v[2], r.v[3]) % range));
       });
     } else {
       // 32-bit words suffice for ranges up to 2^32; the modulo bias is below 2^-32 * range.

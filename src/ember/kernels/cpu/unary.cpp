@@ -61,7 +61,7 @@ C erfinv_scalar(C y) {
 // Applies a float-math op: sf is the scalar form (generic: float and double), vf the
 // vector form on float lanes (or nullptr to use sf on float blocks too).
 template <typename SF, typename VF>
-void float_math(const ElementwiseIter& it, DType dtype, SF sf, VF vf) {
+void float_math(const ElementwiseIter& it, DType dtype, SF sf, [[maybe_unused]] VF vf) {
   if (dtype == kFloat64) {
     map1<double, double>(it, sf, 8192);
     return;
@@ -134,7 +134,10 @@ void unary(UnaryOp op, const Tensor& out, const Tensor& in) {
   it.add(in);
   it.build();
   const DType dt = in.dtype();
-  using namespace vec;
+#if EMBER_HAVE_VEC
+  using vec::set1;
+  using vec::VecF;
+#endif
   switch (op) {
 #if EMBER_HAVE_VEC
 #define EMBER_VF(expr) [&](VecF v) { return expr; }
