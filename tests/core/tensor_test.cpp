@@ -171,3 +171,33 @@ TEST(DimVector, InlineHeapCopyMove) {
 }
 
 }  // namespace
+
+namespace {
+
+using namespace ember;
+
+TEST(Allocator, LargeBlocksAreCachedAndReused) {
+  empty_cache();
+  void* first = nullptr;
+  {
+    Tensor big = empty({1 << 20});  // 4 MiB
+    first = big.data_ptr();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(first) % kCpuAlignment, 0u);
+  }
+  EXPECT_EQ(memory_stats().cached_bytes, int64_t(4) << 20);
+  const int64_t held = memory_allocated();
+  Tensor again = empty({1 << 20});
+  EXPECT_EQ(again.data_ptr(), first) << "the freed block is handed out again";
+  EXPECT_EQ(memory_stats().cached_bytes, 0);
+  EXPECT_EQ(memory_allocated(), held + (int64_t(4) << 20)) << "statistics count tensor bytes only";
+  again = Tensor();
+  empty_cache();
+  EXPECT_EQ(memory_stats().cached_bytes, 0);
+  set_allocator_cache_limit(0);
+  { Tensor t = empty({1 << 20}); }
+  EXPECT_EQ(memory_stats().cached_bytes, 0) << "a zero limit disables the cache";
+  set_allocator_cache_limit(int64_t(1) << 30);
+  EXPECT_THROW(set_allocator_cache_limit(-1), Error);
+}
+
+}  // namespace

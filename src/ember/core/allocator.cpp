@@ -2,7 +2,10 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <mutex>
 #include <new>
+#include <unordered_map>
+#include <vector>
 
 #include "ember/core/check.h"
 
@@ -43,13 +46,72 @@ Counters& cpu_counters() {
   return c;
 }
 
+constexpr size_t kCacheMin = size_t(1) << 20;      // blocks from 1 MiB are cached
+constexpr size_t kCacheGranule = size_t(1) << 18;  // and rounded up to 256 KiB
+
+// Freed large blocks by rounded size. See Note [Large-block cache].
+class BlockCache {
+ public:
+  void* take(size_t size) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = blocks_.find(size);
+    if (it == blocks_.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
+    cached_ -= static_cast<int64_t>(size);
+    return p;
+  }
+  bool put(void* p, size_t size) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (cached_ + static_cast<int64_t>(size) > limit_) return false;
+    blocks_[size].push_back(p);
+    cached_ += static_cast<int64_t>(size);
+    return true;
+  }
+  void clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [size, list] : blocks_) {
+      for (void* p : list) std::free(p);
+    }
+    blocks_.clear();
+    cached_ = 0;
+  }
+  void set_limit(int64_t bytes) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      limit_ = bytes;
+    }
+    clear();
+  }
+  int64_t cached() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cached_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::unordered_map<size_t, std::vector<void*>> blocks_;
+  int64_t cached_ = 0;
+  int64_t limit_ = int64_t(1) << 30;
+};
+
+BlockCache& block_cache() {
+  static BlockCache* cache = new BlockCache();  // never destroyed: frees may run at exit
+  return *cache;
+}
+
 class CpuAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes) override {
     if (nbytes == 0) return DataPtr(nullptr, nullptr, nullptr, Device(kCPU));
     size_t padded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
     EMBER_CHECK(padded >= nbytes, "[allocate] cannot allocate ", nbytes, " bytes: size overflows");
-    void* p = std::aligned_alloc(kCpuAlignment, padded);
+    void* p = nullptr;
+    if (padded >= kCacheMin) {
+      padded = (padded + kCacheGranule - 1) / kCacheGranule * kCacheGranule;
+      p = block_cache().take(padded);
+    }
+    if (!p) p = std::aligned_alloc(kCpuAlignment, padded);
     EMBER_CHECK(p != nullptr, "[allocate] out of memory: failed to allocate ", nbytes,
                 " bytes on cpu (", memory_allocated(), " bytes already held by tensors)");
     Counters& c = cpu_counters();
@@ -65,7 +127,12 @@ class CpuAllocator final : public Allocator {
 
  private:
   static void free_block(void* ctx, void* data) {
-    std::free(data);
+    const size_t nbytes = reinterpret_cast<size_t>(ctx);
+    const size_t padded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
+    if (padded < kCacheMin ||
+        !block_cache().put(data, (padded + kCacheGranule - 1) / kCacheGranule * kCacheGranule)) {
+      std::free(data);
+    }
     Counters& c = cpu_counters();
     c.allocated.fetch_sub(static_cast<int64_t>(reinterpret_cast<size_t>(ctx)),
                           std::memory_order_relaxed);
@@ -95,6 +162,7 @@ MemoryStats memory_stats(Device device) {
   s.num_allocations = c.num_allocations.load(std::memory_order_relaxed);
   s.num_frees = c.num_frees.load(std::memory_order_relaxed);
   s.active_allocations = s.num_allocations - s.num_frees;
+  s.cached_bytes = block_cache().cached();
   return s;
 }
 
@@ -105,5 +173,15 @@ void reset_peak_memory_stats(Device device) {
 }
 
 int64_t memory_allocated(Device device) { return memory_stats(device).allocated_bytes; }
+
+void empty_cache(Device device) {
+  check_cpu(device, "empty_cache");
+  block_cache().clear();
+}
+
+void set_allocator_cache_limit(int64_t bytes) {
+  EMBER_CHECK(bytes >= 0, "[set_allocator_cache_limit] the limit must be non-negative, got ", bytes);
+  block_cache().set_limit(bytes);
+}
 
 }  // namespace ember

@@ -2,6 +2,10 @@
 // Memory for tensor storages. The CPU allocator hands out 64-byte-aligned blocks (one
 // cache line, the widest AVX-512 load) and keeps statistics readable through
 // ember::memory_stats(), so tests and the profiler can see what a program holds.
+// Note [Large-block cache]: freed blocks of 1 MiB or more are kept (up to a limit) and
+// handed out again for requests of the same rounded size. The system returns large
+// blocks to the OS on free, so every big op output would otherwise pay a page fault per
+// 4 KiB on first touch; a training loop allocates the same sizes every step.
 
 #include <cstddef>
 #include <cstdint>
@@ -53,6 +57,7 @@ struct MemoryStats {
   int64_t num_allocations = 0;       // allocate() calls that returned memory, ever
   int64_t num_frees = 0;             // blocks given back, ever
   int64_t active_allocations = 0;    // blocks held now
+  int64_t cached_bytes = 0;          // freed large blocks kept for reuse (not held by tensors)
 };
 
 MemoryStats memory_stats(Device device = Device(kCPU));
@@ -60,5 +65,9 @@ MemoryStats memory_stats(Device device = Device(kCPU));
 void reset_peak_memory_stats(Device device = Device(kCPU));
 // Shorthand for memory_stats().allocated_bytes (torch.cuda.memory_allocated's CPU twin).
 int64_t memory_allocated(Device device = Device(kCPU));
+// Returns the cached large blocks to the system (torch.cuda.empty_cache's CPU twin).
+void empty_cache(Device device = Device(kCPU));
+// Upper bound on cached bytes (default 1 GiB); 0 disables the cache.
+void set_allocator_cache_limit(int64_t bytes);
 
 }  // namespace ember
