@@ -18,13 +18,17 @@ class IntArrayRef {
   constexpr IntArrayRef(const int64_t* data, size_t size) : data_(data), size_(size) {}
   // A single value, as in t.sum(1) or zeros(5).
   constexpr IntArrayRef(const int64_t& one) : data_(&one), size_(1) {}
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Winit-list-lifetime"
+#endif
   // The list lives until the end of the full expression, which is as long as an
   // IntArrayRef argument is used (the same contract as c10::ArrayRef).
   constexpr IntArrayRef(std::initializer_list<int64_t> list)
       : data_(list.begin()), size_(list.size()) {}
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
   IntArrayRef(const std::vector<int64_t>& v) : data_(v.data()), size_(v.size()) {}
 
   constexpr const int64_t* data() const { return data_; }

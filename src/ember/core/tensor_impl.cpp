@@ -10,9 +10,12 @@ Storage make_storage(size_t nbytes, Device device) {
 }
 
 bool compute_contiguous(IntArrayRef sizes, IntArrayRef strides) {
+  // An empty tensor is contiguous whatever its strides; checking this first also keeps the
+  // running product below from overflowing on shapes like {0, 2^62, 2^62}.
+  for (int64_t s : sizes)
+    if (s == 0) return true;
   int64_t expected = 1;
   for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
-    if (sizes[d] == 0) return true;
     if (sizes[d] == 1) continue;
     if (strides[d] != expected) return false;
     expected *= sizes[d];
@@ -54,7 +57,13 @@ void TensorImpl::set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides,
 
 void TensorImpl::refresh() {
   int64_t n = 1;
-  for (int64_t s : sizes_) n *= s;
+  for (int64_t s : sizes_) {
+    if (s == 0) {
+      n = 0;
+      break;
+    }
+    n *= s;
+  }
   numel_ = n;
   is_contiguous_ = compute_contiguous(sizes_, strides_);
 }
