@@ -1,0 +1,298 @@
+// Batched matrix products: OpenBLAS for float32/float64, an ikj loop for integer dtypes.
+
+#include "ember/kernels/cpu/gemm.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <climits>
+#include <type_traits>
+#include <vector>
+
+#include "ember/core/check.h"
+#include "ember/core/parallel.h"
+#include "ember/kernels/cpu/dispatch.h"
+
+namespace ember::kernels::cpu {
+
+namespace {
+
+// Multiply-adds below which a task is not worth handing to another thread (OpenBLAS
+// 0.3.21 uses the same threshold for its own threading).
+constexpr int64_t kSmallGemm = int64_t{1} << 18;
+// Elements per chunk for the loops that are not BLAS calls.
+constexpr int64_t kGrain = 32768;
+
+struct BlasLayout {
+  bool ok = false;
+  bool transposed = false;
+  int64_t ld = 0;
+};
+
+// BLAS wants a leading dimension >= max(1, columns of the stored matrix); the stride of a
+// size-1 dim is arbitrary, so such dims take the smallest valid value instead.
+BlasLayout blas_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  const int64_t min_row_ld = std::max<int64_t>(1, cols);
+  if ((cs == 1 || cols <= 1) && (rows <= 1 || rs >= min_row_ld)) {
+    const int64_t ld = rows <= 1 ? min_row_ld : rs;
+    if (ld <= INT_MAX) return {true, false, ld};
+  }
+  const int64_t min_col_ld = std::max<int64_t>(1, rows);
+  if ((rs == 1 || rows <= 1) && (cols <= 1 || cs >= min_col_ld)) {
+    const int64_t ld = cols <= 1 ? min_col_ld : cs;
+    if (ld <= INT_MAX) return {true, true, ld};
+  }
+  return {};
+}
+
+// Element offsets of every batch matrix of t, whose leading `nbatch` dims are batch dims
+// (in row-major batch order).
+std::vector<int64_t> batch_offsets(const Tensor& t, int64_t nbatch, int64_t batches) {
+  std::vector<int64_t> offsets(static_cast<size_t>(batches), 0);
+  const IntArrayRef sizes = t.sizes(), strides = t.strides();
+  for (int64_t i = 0; i < batches; ++i) {
+    int64_t index = i, off = 0;
+    for (int64_t d = nbatch - 1; d >= 0; --d) {
+      off += (index % sizes[d]) * strides[d];
+      index /= sizes[d];
+    }
+    offsets[static_cast<size_t>(i)] = off;
+  }
+  return offsets;
+}
+
+int64_t scalar_to_int(const Scalar& s) {
+  return s.is_floating_point() ? convert<int64_t>(s.to_double()) : s.to_long();
+}
+
+// Integer arithmetic wraps modulo 2^64; truncating to the element type afterwards gives
+// the same value as wrapping in the narrow type throughout.
+template <typename T>
+uint64_t to_u64(T v) {
+  return static_cast<uint64_t>(static_cast<int64_t>(v));
+}
+
+template <typename T>
+T from_u64(uint64_t v) {
+  return static_cast<T>(static_cast<int64_t>(v));
+}
+
+void blas_gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
+               const float* b, int ldb, float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+              k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void blas_gemm(bool ta, bool tb, int m, int n, int k, double alpha, const double* a, int lda,
+               const double* b, int ldb, double beta, double* c, int ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
+              k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// out = beta * out, where beta == 0 writes zeros without reading out.
+template <typename T, typename Mul>
+void scale(const Tensor& out, bool beta_zero, bool beta_one, Mul mul) {
+  if (beta_one) return;
+  T* p = out.data_ptr<T>();
+  parallel_for(0, out.numel(), kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) p[i] = beta_zero ? T(0) : mul(p[i]);
+  });
+}
+
+// Note [Deterministic gemm]: OpenBLAS 0.3.21 splits a product over its threads by rows and
+// columns of the result, and where a split falls changes which micro-kernel computes an
+// element and so its rounding: with 1 and 2 threads about 5% of a 512x512 float32
+// product differ in the last bits. ember therefore cuts the result into tiles whose
+// sizes depend only on (m, n, k), runs the tiles through parallel_for, and has OpenBLAS
+// compute each tile on one thread.
+struct Tiling {
+  int64_t tile_m, tile_n, tiles_m, tiles_n;
+  int64_t count() const { return tiles_m * tiles_n; }
+};
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+Tiling plan_tiles(int64_t m, int64_t n, int64_t k) {
+  // Enough tiles to keep 16 threads busy; each tile repacks its rows of a and columns
+  // of b, so more (smaller) tiles cost single-thread speed.
+  constexpr int64_t kMaxTiles = 32;
+  constexpr int64_t kMinTileDim = 64;
+  // Multiple of the register-block sizes of the OpenBLAS kernels, so interior tiles
+  // have no ragged edges.
+  constexpr int64_t kAlign = 16;
+  constexpr double kMinTileWork = double(int64_t{1} << 21);
+  auto half = [](int64_t d) { return ceil_div(ceil_div(d, 2), kAlign) * kAlign; };
+  int64_t tm = m, tn = n;
+  while (ceil_div(m, tm) * ceil_div(n, tn) < kMaxTiles &&
+         static_cast<double>(tm) * static_cast<double>(tn) * static_cast<double>(k) >=
+             2 * kMinTileWork) {
+    if (tm >= tn && tm >= 2 * kMinTileDim) {
+      tm = half(tm);
+    } else if (tn >= 2 * kMinTileDim) {
+      tn = half(tn);
+    } else if (tm >= 2 * kMinTileDim) {
+      tm = half(tm);
+    } else {
+      break;
+    }
+  }
+  return {tm, tn, ceil_div(m, tm), ceil_div(n, tn)};
+}
+
+// OpenBLAS's OpenMP build threads a call made outside a parallel region over
+// omp_get_max_threads() threads (and stays on one thread inside a region). This keeps a
+// call on one thread either way, leaving the setting as it was afterwards.
+class SingleThreadedBlas {
+ public:
+  SingleThreadedBlas() : saved_(omp_in_parallel() ? 1 : omp_get_max_threads()) {
+    if (saved_ > 1) omp_set_num_threads(1);
+  }
+  ~SingleThreadedBlas() {
+    if (saved_ > 1) omp_set_num_threads(saved_);
+  }
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+
+ private:
+  int saved_;
+};
+
+// Offset of element (i, j) of a matrix stored with layout l.
+int64_t element_offset(const BlasLayout& l, int64_t i, int64_t j) {
+  return l.transposed ? j * l.ld + i : i * l.ld + j;
+}
+
+template <typename T>
+void gemm_blas(const Tensor& out, Tensor a, Tensor b, T alpha, T beta, const char* op) {
+  const int64_t nbatch = out.dim() - 2;
+  const int64_t m = out.size(-2), n = out.size(-1), k = a.size(-1);
+  EMBER_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX, "[", op,
+              "] matrix sizes above 2^31 - 1 are not supported (BLAS indices are 32-bit), got (", m,
+              "x", k, ") @ (", k, "x", n, ")");
+  BlasLayout la = blas_layout(m, k, a.stride(-2), a.stride(-1));
+  if (!la.ok) {
+    a = a.contiguous();
+    la = blas_layout(m, k, a.stride(-2), a.stride(-1));
+  }
+  BlasLayout lb = blas_layout(k, n, b.stride(-2), b.stride(-1));
+  if (!lb.ok) {
+    b = b.contiguous();
+    lb = blas_layout(k, n, b.stride(-2), b.stride(-1));
+  }
+  const int64_t batches = out.numel() / (m * n);
+  const std::vector<int64_t> a_off = batch_offsets(a, nbatch, batches);
+  const std::vector<int64_t> b_off = batch_offsets(b, nbatch, batches);
+  const T* ap = a.data_ptr<T>();
+  const T* bp = b.data_ptr<T>();
+  T* cp = out.data_ptr<T>();
+  const Tiling tiling = plan_tiles(m, n, k);
+  const int64_t tiles = tiling.count();
+  // One task is one tile of one batch; tasks too small to be worth a thread are grouped.
+  const double tile_work = static_cast<double>(std::min(tiling.tile_m, m)) *
+                           static_cast<double>(std::min(tiling.tile_n, n)) * static_cast<double>(k);
+  const int64_t grain =
+      tile_work >= static_cast<double>(kSmallGemm)
+          ? 1
+          : std::max<int64_t>(1,
+                              kSmallGemm / std::max<int64_t>(1, static_cast<int64_t>(tile_work)));
+  parallel_for(0, batches * tiles, grain, [&](int64_t begin, int64_t end) {
+    SingleThreadedBlas single_thread;
+    for (int64_t task = begin; task < end; ++task) {
+      const size_t bi = static_cast<size_t>(task / tiles);
+      const int64_t tile = task % tiles;
+      const int64_t i0 = (tile / tiling.tiles_n) * tiling.tile_m;
+      const int64_t j0 = (tile % tiling.tiles_n) * tiling.tile_n;
+      const int64_t rows = std::min(tiling.tile_m, m - i0);
+      const int64_t cols = std::min(tiling.tile_n, n - j0);
+      blas_gemm(la.transposed, lb.transposed, static_cast<int>(rows), static_cast<int>(cols),
+                static_cast<int>(k), alpha, ap + a_off[bi] + element_offset(la, i0, 0),
+                static_cast<int>(la.ld), bp + b_off[bi] + element_offset(lb, 0, j0),
+                static_cast<int>(lb.ld), beta, cp + static_cast<int64_t>(bi) * m * n + i0 * n + j0,
+                static_cast<int>(n));
+    }
+  });
+}
+
+template <typename T>
+void gemm_int(const Tensor& out, const Tensor& a, const Tensor& b, uint64_t alpha, uint64_t beta,
+              bool beta_zero) {
+  const int64_t nbatch = out.dim() - 2;
+  const int64_t m = out.size(-2), n = out.size(-1), k = a.size(-1);
+  const int64_t batches = out.numel() / (m * n);
+  const std::vector<int64_t> a_off = batch_offsets(a, nbatch, batches);
+  const std::vector<int64_t> b_off = batch_offsets(b, nbatch, batches);
+  const int64_t a_rs = a.stride(-2), a_cs = a.stride(-1);
+  const int64_t b_rs = b.stride(-2), b_cs = b.stride(-1);
+  const T* ap = a.data_ptr<T>();
+  const T* bp = b.data_ptr<T>();
+  T* cp = out.data_ptr<T>();
+  const int64_t grain = std::max<int64_t>(1, kGrain / std::max<int64_t>(1, n * k));
+  parallel_for(0, batches * m, grain, [&](int64_t begin, int64_t end) {
+    std::vector<uint64_t> acc(static_cast<size_t>(n));
+    for (int64_t r = begin; r < end; ++r) {
+      const size_t bi = static_cast<size_t>(r / m);
+      const T* arow = ap + a_off[bi] + (r % m) * a_rs;
+      const T* bmat = bp + b_off[bi];
+      std::fill(acc.begin(), acc.end(), uint64_t{0});
+      // ikj order: the inner loop walks a row of b and a row of the result.
+      for (int64_t p = 0; p < k; ++p) {
+        const uint64_t av = to_u64(arow[p * a_cs]);
+        if (av == 0) continue;
+        const T* brow = bmat + p * b_rs;
+        for (int64_t j = 0; j < n; ++j) acc[static_cast<size_t>(j)] += av * to_u64(brow[j * b_cs]);
+      }
+      T* crow = cp + r * n;
+      for (int64_t j = 0; j < n; ++j) {
+        uint64_t v = alpha * acc[static_cast<size_t>(j)];
+        if (!beta_zero) v += beta * to_u64(crow[j]);
+        crow[j] = from_u64<T>(v);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+bool blas_compatible(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
+  return blas_layout(rows, cols, row_stride, col_stride).ok;
+}
+
+bool scalar_is_zero(DType dtype, const Scalar& value) {
+  if (dtype == kFloat64) return value.to_double() == 0.0;
+  if (is_floating_point(dtype)) return value.to<float>() == 0.0f;
+  if (dtype == kBool) return !value.to_bool();
+  return scalar_to_int(value) == 0;
+}
+
+void gemm(const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha,
+          const Scalar& beta, const char* op) {
+  if (out.numel() == 0) return;
+  const DType dt = out.dtype();
+  const int64_t k = a.size(-1);
+  const bool beta_zero = scalar_is_zero(dt, beta);
+  const bool skip_product = k == 0 || scalar_is_zero(dt, alpha);
+  dispatch_all(dt, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      const T be = beta_zero ? T(0) : beta.to<T>();
+      if (skip_product) {
+        scale<T>(out, beta_zero, be == T(1), [be](T v) { return be * v; });
+      } else {
+        gemm_blas<T>(out, a, b, alpha.to<T>(), be, op);
+      }
+    } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      const uint64_t be = static_cast<uint64_t>(scalar_to_int(beta));
+      if (skip_product) {
+        scale<T>(out, beta_zero, be == 1, [be](T v) { return from_u64<T>(be * to_u64(v)); });
+      } else {
+        gemm_int<T>(out, a, b, static_cast<uint64_t>(scalar_to_int(alpha)), be, beta_zero);
+      }
+    } else {
+      EMBER_ERROR("[", op, "] not implemented for '", dt, "' (internal: the op should have ",
+                  "converted it)");
+    }
+  });
+}
+
+}  // namespace ember::kernels::cpu
