@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
       {"tanh 16M", [&] { ember::Tensor r = a.tanh(); }, [&] { torch::Tensor r = ta.tanh(); }, 15},
       // In-place: no output allocation, so these time the kernels alone.
       {"add_ 16M (in place)", [&] { a.add_(b); }, [&] { ta.add_(tb); }, 15},
+      {"clamp_ 16M (in place)", [&] { a.clamp_(-10, 10); }, [&] { ta.clamp_(-10, 10); }, 15},
       {"exp_ 16M (in place)", [&] { a.clamp_(-10, 10).exp_(); }, [&] { ta.clamp_(-10, 10).exp_(); }, 15},
       {"sum 16M", [&] { sink = sink + a.sum().item<float>(); }, [&] { sink = sink + ta.sum().item<float>(); }, 15},
       {"softmax rows 4096x4096", [&] { ember::Tensor r = rows.softmax(1); },

@@ -114,9 +114,9 @@ struct Tiling {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 Tiling plan_tiles(int64_t m, int64_t n, int64_t k) {
-  // Enough tiles to keep 16 threads busy; each tile repacks its rows of a and columns
+  // Enough tiles to keep 8 to 16 threads busy; each tile repacks its rows of a and columns
   // of b, so more (smaller) tiles cost single-thread speed.
-  constexpr int64_t kMaxTiles = 32;
+  constexpr int64_t kMaxTiles = 16;
   constexpr int64_t kMinTileDim = 64;
   // Multiple of the register-block sizes of the OpenBLAS kernels, so interior tiles
   // have no ragged edges.

@@ -23,6 +23,27 @@ using acc_of = std::conditional_t<std::is_floating_point_v<acc_t<T>>, double,
 // accurate than one running sum).
 template <typename T, typename A>
 A sum_run(const T* p, int64_t n) {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<A, double>) {
+    // float: blocks of 256 values summed in float by 32 lanes (8 additions each, so the
+    // float rounding stays at a few ulps of the block sum), block sums added in double.
+    // Twice the vector width of converting every value to double.
+    constexpr int64_t kBlock = 256, kAcc = 32;
+    double total = 0;
+    int64_t i = 0;
+    for (; i + kBlock <= n; i += kBlock) {
+      float acc[kAcc] = {};
+      for (int64_t j = 0; j < kBlock; j += kAcc) {
+        for (int64_t k = 0; k < kAcc; ++k) acc[k] += p[i + j + k];
+      }
+      for (int64_t w = kAcc / 2; w >= 1; w /= 2) {
+        for (int64_t k = 0; k < w; ++k) acc[k] += acc[k + w];
+      }
+      total += static_cast<double>(acc[0]);
+    }
+    double tail[8] = {};
+    for (int k = 0; i < n; ++i, k = (k + 1) & 7) tail[k] += static_cast<double>(p[i]);
+    return total + (((tail[0] + tail[1]) + (tail[2] + tail[3])) + ((tail[4] + tail[5]) + (tail[6] + tail[7])));
+  }
   A acc[8] = {};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {

@@ -283,15 +283,19 @@ void clamp(const Tensor& out, const Tensor& in, const Scalar* lo, const Scalar* 
     using C = acc_t<T>;
     const bool has_lo = lo != nullptr, has_hi = hi != nullptr;
     const C l = has_lo ? lo->to<C>() : C(0), h = has_hi ? hi->to<C>() : C(0);
-    map1<T, T>(it, [=](C x) {
-      if constexpr (is_fp<C>) {
-        if (std::isnan(x)) return x;
-      }
-      // PyTorch: min(max(x, lo), hi), so hi wins when lo > hi.
-      if (has_lo && x < l) x = l;
-      if (has_hi && x > h) x = h;
-      return x;
-    });
+    // PyTorch: min(max(x, lo), hi), so hi wins when lo > hi. Both comparisons are false
+    // for NaN, so NaN passes through; one branch-free lambda per case keeps the
+    // contiguous loop vectorised.
+    if (has_lo && has_hi) {
+      map1<T, T>(it, [=](C x) {
+        const C y = x < l ? l : x;
+        return y > h ? h : y;
+      });
+    } else if (has_lo) {
+      map1<T, T>(it, [=](C x) { return x < l ? l : x; });
+    } else {
+      map1<T, T>(it, [=](C x) { return x > h ? h : x; });
+    }
   });
 }
 
