@@ -16,6 +16,7 @@
 #include "ember/ops/type_promotion.h"
 #include "ember/ops/view.h"
 #include "ember/core/op_scope.h"
+#include "ember/autograd/autograd.h"
 #include "ember/ops/index.h"
 #include "ember/ops/join.h"
 #include "ember/ops/linalg.h"

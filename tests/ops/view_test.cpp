@@ -118,8 +118,11 @@ TEST(ViewOpsStorageModel, ViewsKeepTheStorageAlive) {
       EXPECT_EQ(a.storage().use_count(), 2u);
       EXPECT_EQ(memory_allocated(), before + 80);
     }
-    // The base handle is gone; the view still owns the storage.
-    EXPECT_EQ(v.storage().use_count(), 1u);
+    // The base handle is gone; the view keeps the storage and, like PyTorch's _base,
+    // the base tensor itself alive (autograd needs it for in-place ops on the view).
+    EXPECT_EQ(v.storage().use_count(), 2u);
+    ASSERT_NE(v.impl()->view_base(), nullptr);
+    EXPECT_EQ(v.impl()->view_base()->numel(), 10);
     EXPECT_EQ(memory_allocated(), before + 80);
     EXPECT_EQ(Longs(v), (I64{5, 6, 7, 8, 9}));
     Tensor copy = v;  // copying a handle shares the TensorImpl

@@ -91,21 +91,6 @@ std::vector<bool> Tensor::to_vector<bool>() const {
   return std::vector<bool>(p, p + c.numel());
 }
 
-bool Tensor::requires_grad() const {
-  EMBER_CHECK(defined(), "[requires_grad] called on an undefined tensor");
-  const auto* meta = impl_->autograd_meta();
-  return meta && meta->requires_grad;
-}
-
-Tensor& Tensor::requires_grad_(bool requires_grad) {
-  EMBER_CHECK(defined(), "[requires_grad_] called on an undefined tensor");
-  EMBER_CHECK(!requires_grad || is_floating_point(),
-              "[requires_grad_] only tensors of floating point dtype can require gradients, got ",
-              dtype());
-  if (requires_grad || impl_->autograd_meta()) impl_->ensure_autograd_meta().requires_grad = requires_grad;
-  return *this;
-}
-
 std::string Tensor::toString() const {
   std::ostringstream os;
   os << *this;

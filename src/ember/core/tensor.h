@@ -3,7 +3,9 @@
 // never the data (as in libtorch). Methods that return views share storage with *this.
 
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +19,23 @@
 #include "ember/core/tensor_options.h"
 
 namespace ember {
+
+namespace autograd {
+class Node;
+}
+
+// A hook registration that can be undone: handle.remove().
+class RemovableHandle {
+ public:
+  RemovableHandle() = default;
+  explicit RemovableHandle(std::function<void()> remover) : remover_(std::move(remover)) {}
+  void remove() {
+    if (remover_) std::exchange(remover_, nullptr)();
+  }
+
+ private:
+  std::function<void()> remover_;
+};
 
 class Tensor {
  public:
@@ -60,7 +79,9 @@ class Tensor {
   // The in-place write counter shared by all views of the storage.
   uint32_t _version() const { return get().storage()->version(); }
   // Records an in-place write (every in-place op calls this).
-  void bump_version() const { get().storage()->bump_version(); }
+  void bump_version() const {
+    if (!get().is_inference()) get().storage()->bump_version();
+  }
 
   // ---- data access ----
   void* data_ptr() const { return get().data(); }
@@ -75,11 +96,42 @@ class Tensor {
   template <typename T>
   std::vector<T> to_vector() const;
 
-  // ---- autograd flags (the engine arrives with the autograd issue) ----
+  // ---- autograd (src/ember/autograd/) ----
+  // True for leaves marked with requires_grad_() and for results of ops on them.
   bool requires_grad() const;
-  // Sets requires_grad; only floating-point tensors can require gradients.
+  // Sets requires_grad on a leaf; only floating-point tensors can require gradients.
   Tensor& requires_grad_(bool requires_grad = true);
   Tensor& set_requires_grad(bool requires_grad) { return requires_grad_(requires_grad); }
+  // A leaf has no grad_fn: made by the user, or by ops that did not record a graph.
+  bool is_leaf() const;
+  // The backward node that produced this tensor (null for leaves); name() gives
+  // PyTorch's name, e.g. "MulBackward0".
+  const std::shared_ptr<autograd::Node>& grad_fn() const;
+  // Which output of grad_fn this tensor is.
+  uint32_t output_nr() const;
+  // The gradient accumulated by backward (undefined until then).
+  const Tensor& grad() const;
+  Tensor& mutable_grad();
+  void set_grad(const Tensor& grad);
+  // Keep the gradient of a non-leaf in grad() during backward.
+  void retain_grad() const;
+  bool retains_grad() const;
+  // Computes the gradient of this tensor w.r.t. the leaves of its graph and adds it to
+  // their grad(). gradient may be omitted for a one-element tensor. The graph's saved
+  // tensors are freed unless retain_graph (default: create_graph). With inputs given,
+  // only those leaves accumulate.
+  void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false, const std::vector<Tensor>& inputs = {}) const;
+  // A hook on the gradient of this tensor, called during backward; returning a defined
+  // tensor replaces the gradient.
+  RemovableHandle register_hook(std::function<Tensor(const Tensor&)> hook) const;
+  RemovableHandle register_hook(std::function<void(const Tensor&)> hook) const;
+  // Leaves only: called with the tensor after its grad() was updated (DDP uses these).
+  RemovableHandle register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
+  // Detaches in place: drops grad_fn and requires_grad.
+  Tensor& detach_();
+  // Created inside InferenceMode.
+  bool is_inference() const { return get().is_inference(); }
 
   // ---- views: share storage, never copy ----
   // Fails with ember::Error (suggesting reshape()) when the strides cannot express the view.

@@ -1,6 +1,7 @@
 #include "ember/core/tensor_impl.h"
 
 #include "ember/autograd/autograd_meta.h"
+#include "ember/autograd/grad_mode.h"
 #include "ember/core/check.h"
 
 namespace ember {
@@ -41,7 +42,8 @@ TensorImpl::TensorImpl(Storage storage, DType dtype, IntArrayRef sizes, IntArray
       sizes_(sizes),
       strides_(strides),
       storage_offset_(storage_offset),
-      dtype_(dtype) {
+      dtype_(dtype),
+      is_inference_(InferenceMode::is_enabled()) {
   refresh();
 }
 
@@ -67,6 +69,10 @@ void TensorImpl::refresh() {
   numel_ = n;
   is_contiguous_ = compute_contiguous(sizes_, strides_);
 }
+
+bool TensorImpl::requires_grad() const { return autograd_meta_ && autograd_meta_->requires_grad; }
+
+void TensorImpl::clear_autograd_meta() { autograd_meta_.reset(); }
 
 autograd::AutogradMeta& TensorImpl::ensure_autograd_meta() {
   if (!autograd_meta_) autograd_meta_ = std::make_unique<autograd::AutogradMeta>();

@@ -40,8 +40,21 @@ class TensorImpl final : public IntrusiveTarget {
   void set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
 
   autograd::AutogradMeta* autograd_meta() const { return autograd_meta_.get(); }
+  // Whether any autograd state exists and says this tensor requires grad.
+  bool requires_grad() const;
   // Creates the autograd record on first use.
   autograd::AutogradMeta& ensure_autograd_meta();
+  void clear_autograd_meta();
+
+  // For a view made by a view op: the tensor whose storage it views (never itself a
+  // view). Autograd uses it to rewrite the base's history when the view is modified in
+  // place. Null for non-views and for detach().
+  TensorImpl* view_base() const { return view_base_.get(); }
+  const IntrusivePtr<TensorImpl>& view_base_ptr() const { return view_base_; }
+  void set_view_base(IntrusivePtr<TensorImpl> base) { view_base_ = std::move(base); }
+
+  // Created inside InferenceMode: never enters autograd, has no version counter bumps.
+  bool is_inference() const { return is_inference_; }
 
  private:
   void refresh();
@@ -52,8 +65,10 @@ class TensorImpl final : public IntrusiveTarget {
   int64_t storage_offset_ = 0;
   int64_t numel_ = 1;
   std::unique_ptr<autograd::AutogradMeta> autograd_meta_;
+  IntrusivePtr<TensorImpl> view_base_;
   DType dtype_;
   bool is_contiguous_ = true;
+  bool is_inference_ = false;
 };
 
 // Millions of tensors can be alive at once (activations, optimizer state); growing this

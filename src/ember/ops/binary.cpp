@@ -2,6 +2,8 @@
 // operators: type promotion (result_type), broadcasting, in-place casting rules, then a
 // kernel call.
 
+#include "ember/autograd/functions.h"
+#include "ember/autograd/record.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
 #include "ember/kernels/cpu/pointwise.h"
@@ -68,6 +70,10 @@ Tensor binary_tt(const char* name, BinaryOp op, const Tensor& a, const Tensor& b
   OpScope scope(name);
   EMBER_CHECK(a.defined() && b.defined(), "[", name, "] called with an undefined tensor");
   check_operands(name, op, a.dtype(), b.dtype());
+  if (autograd::needs_grad(a, b)) {
+    return autograd::fn::binary(static_cast<uint8_t>(op), a, b, alpha,
+                                [&] { return binary(op, a, b, result_type(a, b), alpha); });
+  }
   return binary(op, a, b, result_type(a, b), alpha);
 }
 
@@ -76,7 +82,11 @@ Tensor binary_ts(const char* name, BinaryOp op, const Tensor& a, const Scalar& b
   EMBER_CHECK(a.defined(), "[", name, "] called with an undefined tensor");
   const DType common = result_type(a, b);
   check_operands(name, op, a.dtype(), b.dtype());
-  return binary(op, a, scalar_tensor(b, TensorOptions(compute_dtype(op, common))), common, alpha);
+  const Tensor bt = scalar_tensor(b, TensorOptions(compute_dtype(op, common)));
+  if (autograd::needs_grad(a)) {
+    return autograd::fn::binary(static_cast<uint8_t>(op), a, bt, alpha, [&] { return binary(op, a, bt, common, alpha); });
+  }
+  return binary(op, a, bt, common, alpha);
 }
 
 Tensor binary_st(const char* name, BinaryOp op, const Scalar& a, const Tensor& b) {
@@ -84,7 +94,11 @@ Tensor binary_st(const char* name, BinaryOp op, const Scalar& a, const Tensor& b
   EMBER_CHECK(b.defined(), "[", name, "] called with an undefined tensor");
   const DType common = result_type(a, b);
   check_operands(name, op, a.dtype(), b.dtype());
-  return binary(op, scalar_tensor(a, TensorOptions(compute_dtype(op, common))), b, common);
+  const Tensor at = scalar_tensor(a, TensorOptions(compute_dtype(op, common)));
+  if (autograd::needs_grad(b)) {
+    return autograd::fn::binary(static_cast<uint8_t>(op), at, b, 1, [&] { return binary(op, at, b, common); });
+  }
+  return binary(op, at, b, common);
 }
 
 Tensor& binary_inplace(const char* name, BinaryOp op, Tensor& self, const Tensor& other, DType common,
@@ -119,6 +133,12 @@ Tensor& binary_inplace_t(const char* name, BinaryOp op, Tensor& self, const Tens
                          const Scalar& alpha = 1) {
   OpScope scope(name);
   EMBER_CHECK(self.defined() && other.defined(), "[", name, "] called with an undefined tensor");
+  if (autograd::needs_grad(self, other)) {
+    autograd::fn::binary_(static_cast<uint8_t>(op), name, self, other, alpha,
+                          [&] { binary_inplace(name, op, self, other, result_type(self, other), alpha); });
+    return self;
+  }
+  autograd::check_inplace_cheap(self, name);
   return binary_inplace(name, op, self, other, result_type(self, other), alpha);
 }
 
@@ -127,8 +147,14 @@ Tensor& binary_inplace_s(const char* name, BinaryOp op, Tensor& self, const Scal
   OpScope scope(name);
   EMBER_CHECK(self.defined(), "[", name, "] called with an undefined tensor");
   const DType common = result_type(self, other);
-  return binary_inplace(name, op, self, scalar_tensor(other, TensorOptions(compute_dtype(op, common))),
-                        common, alpha);
+  const Tensor ot = scalar_tensor(other, TensorOptions(compute_dtype(op, common)));
+  if (autograd::needs_grad(self)) {
+    autograd::fn::binary_(static_cast<uint8_t>(op), name, self, ot, alpha,
+                          [&] { binary_inplace(name, op, self, ot, common, alpha); });
+    return self;
+  }
+  autograd::check_inplace_cheap(self, name);
+  return binary_inplace(name, op, self, ot, common, alpha);
 }
 
 BinaryOp div_op(const char* name, std::optional<std::string_view> mode) {

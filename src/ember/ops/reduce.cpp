@@ -7,6 +7,8 @@
 #include <cmath>
 #include <limits>
 
+#include "ember/autograd/functions.h"
+#include "ember/autograd/record.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
 #include "ember/kernels/cpu/reduce.h"
@@ -106,6 +108,12 @@ Tensor sum(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType>
   OpScope scope("sum");
   EMBER_CHECK(t.defined(), "[sum] called on an undefined tensor");
   const DType od = sum_dtype(t.dtype(), dtype);
+  if (autograd::needs_grad(t)) {
+    return autograd::fn::sum(t, dims, keepdim, [&] {
+      Tensor in = dtype && *dtype != t.dtype() ? t.to(*dtype) : t;
+      return reduce_simple("sum", ReduceOp::Sum, t, dims, keepdim, od, &in);
+    });
+  }
   Tensor in = dtype && *dtype != t.dtype() ? t.to(*dtype) : t;
   return reduce_simple("sum", ReduceOp::Sum, t, dims, keepdim, od, &in);
 }
@@ -120,6 +128,9 @@ Tensor mean(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType
   const DType dt = dtype.value_or(t.dtype());
   EMBER_CHECK(is_floating_point(dt), "[mean] could not infer output dtype: input dtype must be floating point, got ",
               dt, "; pass dtype=ember::kFloat32 or convert the tensor first");
+  if (autograd::needs_grad(t)) {
+    return autograd::fn::mean(t, dims, keepdim, [&] { return ember::mean(t, dims, keepdim, dtype); });
+  }
   Tensor in = dt != t.dtype() ? t.to(dt) : t;
   Plan p = make_plan(in, dims, keepdim, "mean");
   Tensor out = empty(p.out_keep, TensorOptions(dt));

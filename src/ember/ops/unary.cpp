@@ -3,6 +3,8 @@
 #include <cmath>
 #include <limits>
 
+#include "ember/autograd/functions.h"
+#include "ember/autograd/record.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
 #include "ember/kernels/cpu/pointwise.h"
@@ -55,9 +57,18 @@ DType out_dtype(UnaryOp op, DType in) {
   return in;
 }
 
+Tensor unary_raw(UnaryOp op, const Tensor& t);
+
 Tensor unary(const char* name, UnaryOp op, const Tensor& t) {
   OpScope scope(name);
   check_input(name, op, t);
+  if (autograd::needs_grad(t)) {
+    return autograd::fn::unary(static_cast<uint8_t>(op), t, [&] { return unary_raw(op, t); });
+  }
+  return unary_raw(op, t);
+}
+
+Tensor unary_raw(UnaryOp op, const Tensor& t) {
   const DType odt = out_dtype(op, t.dtype());
   Tensor out = empty(t.sizes(), TensorOptions(odt));
   const Tensor in = (kind_of(op) == Kind::Float && t.dtype() != odt) ? t.to(odt) : t;
@@ -73,6 +84,14 @@ Tensor& unary_(const char* name, UnaryOp op, Tensor& t) {
               " can't be cast to the desired output type ", t.dtype(),
               "; use the out-of-place op or convert the tensor to a floating dtype first");
   check_no_internal_overlap(t, name);
+  if (autograd::needs_grad(t)) {
+    autograd::fn::unary_(static_cast<uint8_t>(op), name, t, [&] {
+      kernels::cpu::unary(op, t, t);
+      t.bump_version();
+    });
+    return t;
+  }
+  autograd::check_inplace_cheap(t, name);
   kernels::cpu::unary(op, t, t);
   t.bump_version();
   return t;

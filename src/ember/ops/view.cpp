@@ -11,8 +11,13 @@ namespace ember {
 
 namespace {
 
+// Every view remembers its base (the tensor that is not itself a view), so autograd can
+// rewrite the base's history when the view is modified in place (Note [In-place on a view]).
 Tensor make_view(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
-  return Tensor(IntrusivePtr<TensorImpl>::make(self.storage(), self.dtype(), sizes, strides, offset));
+  Tensor v(IntrusivePtr<TensorImpl>::make(self.storage(), self.dtype(), sizes, strides, offset));
+  TensorImpl* base = self.impl()->view_base();
+  v.impl()->set_view_base(base ? self.impl()->view_base_ptr() : self.impl_ptr());
+  return v;
 }
 
 void check_defined(const Tensor& t, const char* op) {
@@ -480,7 +485,8 @@ Tensor Tensor::alias() const {
 
 Tensor Tensor::detach() const {
   check_defined(*this, "detach");
-  return make_view(*this, sizes(), strides(), storage_offset());
+  // Shares storage (and so the version counter) but is not a differentiable view.
+  return Tensor(IntrusivePtr<TensorImpl>::make(storage(), dtype(), sizes(), strides(), storage_offset()));
 }
 
 }  // namespace ember

@@ -1,0 +1,301 @@
+// The backward engine. Note [Engine]: one graph task per backward/grad call. It counts,
+// for every node reachable from the roots, how many edges point at it; a node is ready
+// when all of them have delivered (its input buffer is complete). Ready nodes run in
+// decreasing sequence number (later forward ops first, leaves' AccumulateGrad as soon
+// as they are ready), on the calling thread.
+
+#include <atomic>
+#include <cmath>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ember/autograd/autograd.h"
+#include "ember/autograd/autograd_meta.h"
+#include "ember/autograd/record.h"
+#include "ember/core/check.h"
+#include "ember/ops/creation.h"
+#include "ember/ops/pointwise.h"
+#include "ember/ops/reduce.h"
+
+namespace ember::autograd {
+
+namespace {
+std::atomic<bool> g_anomaly{false};
+
+std::string shape_str(IntArrayRef s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+struct ReadyEntry {
+  uint64_t priority;
+  Node* node;
+  bool operator<(const ReadyEntry& o) const { return priority < o.priority; }
+};
+
+uint64_t priority_of(Node* n) {
+  return dynamic_cast<AccumulateGrad*>(n) ? UINT64_MAX : n->sequence_nr();
+}
+
+struct Capture {
+  uint32_t input_nr;
+  size_t index;
+};
+
+class GraphTask {
+ public:
+  GraphTask(bool keep_graph, bool create_graph) : keep_graph_(keep_graph), create_graph_(create_graph) {}
+
+  // Runs backward from root edges with their gradients. Captures (for grad()) map a
+  // node's input to a result slot; when `targets` is non-empty only nodes leading to
+  // a target run.
+  void run(const std::vector<Edge>& roots, variable_list root_grads,
+           const std::unordered_map<Node*, std::vector<Capture>>& captures, const std::unordered_set<Node*>& exec_targets,
+           bool restrict_exec, variable_list* captured) {
+    // Dependencies and the set of reachable nodes.
+    std::vector<Node*> stack;
+    std::unordered_set<Node*> seen;
+    for (const Edge& e : roots) {
+      if (e.is_valid() && seen.insert(e.function.get()).second) stack.push_back(e.function.get());
+    }
+    std::vector<Node*> order;
+    while (!stack.empty()) {
+      Node* n = stack.back();
+      stack.pop_back();
+      order.push_back(n);
+      for (const Edge& e : n->next_edges()) {
+        if (!e.is_valid()) continue;
+        ++deps_[e.function.get()];
+        if (seen.insert(e.function.get()).second) stack.push_back(e.function.get());
+      }
+    }
+    // Which nodes must run: those on a path to a target (grad() and backward(inputs)).
+    std::unordered_set<Node*> needed;
+    if (restrict_exec) {
+      // Iterate to a fixed point in reverse discovery order (children mostly after parents).
+      bool changed = true;
+      while (changed) {
+        changed = false;
+        for (auto it = order.rbegin(); it != order.rend(); ++it) {
+          Node* n = *it;
+          if (needed.count(n)) continue;
+          bool need = exec_targets.count(n) > 0;
+          for (const Edge& e : n->next_edges()) {
+            if (need) break;
+            if (!e.is_valid()) continue;
+            Node* c = e.function.get();
+            need = needed.count(c) > 0 || (captures.count(c) > 0);
+          }
+          if (need) {
+            needed.insert(n);
+            changed = true;
+          }
+        }
+      }
+    }
+
+    std::priority_queue<ReadyEntry> ready;
+    for (size_t i = 0; i < roots.size(); ++i) {
+      if (!roots[i].is_valid()) continue;
+      add_to_buffer(roots[i].function.get(), roots[i].input_nr, std::move(root_grads[i]));
+    }
+    for (const Edge& e : roots) {
+      Node* n = e.function.get();
+      if (n && deps_[n] == 0 && queued_.insert(n).second) ready.push({priority_of(n), n});
+    }
+
+    while (!ready.empty()) {
+      Node* node = ready.top().node;
+      ready.pop();
+      variable_list inputs = take_buffer(node);
+      if (node->has_pre_hooks()) node->run_pre_hooks(inputs);
+      if (auto it = captures.find(node); it != captures.end()) {
+        for (const Capture& c : it->second) (*captured)[c.index] = inputs[c.input_nr];
+      }
+      const bool run_node = !restrict_exec || needed.count(node) > 0;
+      variable_list outputs;
+      bool any = false;
+      for (const Tensor& t : inputs) any = any || t.defined();
+      if (run_node && any) {
+        outputs = call(node, std::move(inputs));
+      } else if (run_node && !keep_graph_) {
+        node->release_variables();
+      }
+      const auto& edges = node->next_edges();
+      for (size_t i = 0; i < edges.size(); ++i) {
+        const Edge& e = edges[i];
+        if (!e.is_valid()) continue;
+        Node* next = e.function.get();
+        if (i < outputs.size() && outputs[i].defined()) add_to_buffer(next, e.input_nr, std::move(outputs[i]));
+        if (--deps_[next] == 0 && queued_.insert(next).second) ready.push({priority_of(next), next});
+      }
+    }
+  }
+
+ private:
+  variable_list call(Node* node, variable_list&& inputs) {
+    variable_list outputs;
+    {
+      AutoGradMode mode(create_graph_);
+      outputs = node->apply(std::move(inputs));
+    }
+    if (!keep_graph_) node->release_variables();
+    if (dynamic_cast<AccumulateGrad*>(node)) return outputs;
+    EMBER_CHECK(outputs.size() == node->num_outputs(), "[autograd] function ", node->name(), " returned ",
+                outputs.size(), " gradients, expected ", node->num_outputs());
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const Tensor& g = outputs[i];
+      if (!g.defined()) continue;
+      if (!node->should_compute_output(i)) {
+        outputs[i] = Tensor();
+        continue;
+      }
+      const Edge& e = node->next_edge(i);
+      if (e.input_nr < e.function->num_inputs()) {
+        const OutputMeta& m = e.function->input_meta(e.input_nr);
+        EMBER_CHECK(g.sizes() == IntArrayRef(m.sizes), "[autograd] function ", node->name(),
+                    " returned an invalid gradient at index ", i, " - got ", shape_str(g.sizes()),
+                    " but expected shape compatible with ", shape_str(m.sizes));
+        if (g.dtype() != m.dtype) outputs[i] = g.to(m.dtype);
+      }
+      if (AnomalyMode::is_enabled() && is_floating_point(g.dtype())) {
+        NoGradGuard no_grad;
+        if (!ember::isfinite(g).all().item<bool>()) {
+          const bool has_nan = ember::isnan(g).any().item<bool>();
+          std::string msg = "[autograd] Function '" + node->name() + "' returned " +
+                            (has_nan ? "nan" : "inf") + " values in its " + std::to_string(i) +
+                            "th output (sequence number " + std::to_string(node->sequence_nr()) + ").";
+          if (!node->forward_trace().empty()) {
+            msg += " The forward call that created it (" + node->name() + ") was made from:\n" +
+                   node->forward_trace();
+          } else {
+            msg += " Enable anomaly mode before the forward pass to record where it was created.";
+          }
+          throw Error(msg);
+        }
+      }
+    }
+    return outputs;
+  }
+
+  void add_to_buffer(Node* node, uint32_t input_nr, Tensor&& grad) {
+    auto& buf = buffers_[node];
+    if (buf.size() < node->num_inputs()) buf.resize(node->num_inputs());
+    if (input_nr >= buf.size()) buf.resize(input_nr + 1);
+    Tensor& slot = buf[input_nr];
+    if (!slot.defined()) {
+      slot = std::move(grad);
+    } else {
+      AutoGradMode mode(create_graph_);
+      slot = slot + grad;
+    }
+  }
+
+  variable_list take_buffer(Node* node) {
+    auto it = buffers_.find(node);
+    variable_list out;
+    if (it != buffers_.end()) {
+      out = std::move(it->second);
+      buffers_.erase(it);
+    }
+    if (out.size() < node->num_inputs()) out.resize(node->num_inputs());
+    if (out.empty()) out.resize(1);
+    return out;
+  }
+
+  bool keep_graph_;
+  bool create_graph_;
+  std::unordered_map<Node*, int> deps_;
+  std::unordered_map<Node*, variable_list> buffers_;
+  std::unordered_set<Node*> queued_;
+};
+
+// Roots and their initial gradients, checked.
+void make_roots(const variable_list& tensors, const variable_list& grad_tensors, const char* api,
+                std::vector<Edge>& roots, variable_list& grads) {
+  EMBER_CHECK(grad_tensors.empty() || grad_tensors.size() == tensors.size(), "[", api, "] got ",
+              tensors.size(), " tensors and ", grad_tensors.size(), " gradients; pass one gradient per tensor");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    EMBER_CHECK(t.defined(), "[", api, "] tensor ", i, " is undefined");
+    EMBER_CHECK(t.requires_grad(), "[", api, "] element ", i,
+                " of tensors does not require grad and does not have a grad_fn; call requires_grad_() on "
+                "the leaves, and do not compute it under NoGradGuard");
+    Tensor g = grad_tensors.empty() ? Tensor() : grad_tensors[i];
+    if (!g.defined()) {
+      EMBER_CHECK(t.numel() == 1, "[", api, "] grad can be implicitly created only for scalar outputs; tensor ",
+                  i, " has shape ", shape_str(t.sizes()), ", pass a gradient of that shape");
+      g = ones_like(t);
+    } else {
+      EMBER_CHECK(g.sizes() == t.sizes(), "[", api, "] Mismatch in shape: grad_output[", i, "] has a shape of ",
+                  shape_str(g.sizes()), " and output[", i, "] has a shape of ", shape_str(t.sizes()));
+    }
+    roots.push_back(gradient_edge(t));
+    grads.push_back(std::move(g));
+  }
+}
+
+}  // namespace
+
+bool AnomalyMode::is_enabled() { return g_anomaly.load(std::memory_order_relaxed); }
+void AnomalyMode::set_enabled(bool enabled) { g_anomaly.store(enabled, std::memory_order_relaxed); }
+
+void backward(const variable_list& tensors, const variable_list& grad_tensors, std::optional<bool> retain_graph,
+              bool create_graph, const variable_list& inputs) {
+  std::vector<Edge> roots;
+  variable_list grads;
+  make_roots(tensors, grad_tensors, "backward", roots, grads);
+  std::unordered_map<Node*, std::vector<Capture>> captures;
+  std::unordered_set<Node*> targets;
+  std::vector<std::shared_ptr<Node>> keep;
+  variable_list retained;
+  for (const Tensor& in : inputs) {
+    EMBER_CHECK(in.defined() && in.requires_grad(), "[backward] every tensor in inputs must require grad");
+    Edge e = gradient_edge(in);
+    if (!in.grad_fn()) {
+      targets.insert(e.function.get());
+      keep.push_back(e.function);
+    } else {
+      // A non-leaf input accumulates into its grad() like a retained gradient.
+      in.retain_grad();
+      targets.insert(e.function.get());
+    }
+  }
+  GraphTask task(retain_graph.value_or(create_graph), create_graph);
+  task.run(roots, std::move(grads), captures, targets, !inputs.empty(), nullptr);
+}
+
+variable_list grad(const variable_list& outputs, const variable_list& inputs, const variable_list& grad_outputs,
+                   std::optional<bool> retain_graph, bool create_graph, bool allow_unused) {
+  std::vector<Edge> roots;
+  variable_list grads;
+  make_roots(outputs, grad_outputs, "grad", roots, grads);
+  std::unordered_map<Node*, std::vector<Capture>> captures;
+  std::vector<std::shared_ptr<Node>> keep;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& in = inputs[i];
+    EMBER_CHECK(in.defined() && in.requires_grad(), "[grad] One of the differentiated Tensors (input ", i,
+                ") does not require grad");
+    Edge e = gradient_edge(in);
+    keep.push_back(e.function);
+    captures[e.function.get()].push_back({e.input_nr, i});
+  }
+  variable_list result(inputs.size());
+  GraphTask task(retain_graph.value_or(create_graph), create_graph);
+  task.run(roots, std::move(grads), captures, {}, true, &result);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (result[i].defined()) {
+      if (result[i].dtype() != inputs[i].dtype()) result[i] = result[i].to(inputs[i].dtype());
+      if (!create_graph) result[i] = result[i].detach();
+      continue;
+    }
+    EMBER_CHECK(allow_unused, "[grad] One of the differentiated Tensors (input ", i,
+                ") appears to not have been used in the graph. Set allow_unused=true if this is the "
+                "desired behavior.");
+  }
+  return result;
+}
+
+}  // namespace ember::autograd

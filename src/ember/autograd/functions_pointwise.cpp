@@ -1,0 +1,311 @@
+// Backward formulas of the element-wise ops (PyTorch's derivatives.yaml is the model for
+// each). Formulas are written with ember ops, so they are differentiable themselves.
+
+#include <cmath>
+#include <numbers>
+
+#include "ember/autograd/fn_node.h"
+#include "ember/autograd/functions.h"
+#include "ember/core/check.h"
+#include "ember/kernels/cpu/pointwise.h"
+#include "ember/ops/creation.h"
+#include "ember/ops/pointwise.h"
+
+namespace ember::autograd::fn {
+
+using kernels::cpu::BinaryOp;
+using kernels::cpu::UnaryOp;
+
+namespace {
+
+constexpr double kLn2 = std::numbers::ln2;
+constexpr double kLn10 = std::numbers::ln10;
+constexpr double kPi = std::numbers::pi;
+
+const char* unary_name(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Exp: return "ExpBackward0";
+    case UnaryOp::Exp2: return "Exp2Backward0";
+    case UnaryOp::Expm1: return "Expm1Backward0";
+    case UnaryOp::Log: return "LogBackward0";
+    case UnaryOp::Log2: return "Log2Backward0";
+    case UnaryOp::Log10: return "Log10Backward0";
+    case UnaryOp::Log1p: return "Log1PBackward0";
+    case UnaryOp::Sqrt: return "SqrtBackward0";
+    case UnaryOp::Rsqrt: return "RsqrtBackward0";
+    case UnaryOp::Reciprocal: return "ReciprocalBackward0";
+    case UnaryOp::Sin: return "SinBackward0";
+    case UnaryOp::Cos: return "CosBackward0";
+    case UnaryOp::Tan: return "TanBackward0";
+    case UnaryOp::Asin: return "AsinBackward0";
+    case UnaryOp::Acos: return "AcosBackward0";
+    case UnaryOp::Atan: return "AtanBackward0";
+    case UnaryOp::Sinh: return "SinhBackward0";
+    case UnaryOp::Cosh: return "CoshBackward0";
+    case UnaryOp::Tanh: return "TanhBackward0";
+    case UnaryOp::Sigmoid: return "SigmoidBackward0";
+    case UnaryOp::Erf: return "ErfBackward0";
+    case UnaryOp::Erfinv: return "ErfinvBackward0";
+    case UnaryOp::GeluErf: return "GeluBackward0";
+    case UnaryOp::GeluTanh: return "GeluBackward0";
+    case UnaryOp::Silu: return "SiluBackward0";
+    case UnaryOp::Frac: return "FracBackward0";
+    case UnaryOp::Neg: return "NegBackward0";
+    case UnaryOp::Abs: return "AbsBackward0";
+    case UnaryOp::Sign: return "SignBackward0";
+    case UnaryOp::Relu: return "ReluBackward0";
+    case UnaryOp::Floor: return "FloorBackward0";
+    case UnaryOp::Ceil: return "CeilBackward0";
+    case UnaryOp::Round: return "RoundBackward0";
+    case UnaryOp::Trunc: return "TruncBackward0";
+    default: return "NotDifferentiable";
+  }
+}
+
+// What a unary formula reads: the input x, the output y, or nothing.
+enum class Uses { None, Input, Output };
+
+Uses unary_uses(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Exp: case UnaryOp::Exp2: case UnaryOp::Expm1: case UnaryOp::Sqrt: case UnaryOp::Rsqrt:
+    case UnaryOp::Reciprocal: case UnaryOp::Tan: case UnaryOp::Tanh: case UnaryOp::Sigmoid:
+    case UnaryOp::Erfinv: case UnaryOp::Relu:
+      return Uses::Output;
+    case UnaryOp::Frac: case UnaryOp::Neg: case UnaryOp::Sign: case UnaryOp::Floor: case UnaryOp::Ceil:
+    case UnaryOp::Round: case UnaryOp::Trunc:
+      return Uses::None;
+    default:
+      return Uses::Input;
+  }
+}
+
+Tensor unary_grad(UnaryOp op, const Tensor& g, const Tensor& x, const Tensor& y) {
+  switch (op) {
+    case UnaryOp::Exp: return g * y;
+    case UnaryOp::Exp2: return g * y * kLn2;
+    case UnaryOp::Expm1: return g * (y + 1);
+    case UnaryOp::Log: return g / x;
+    case UnaryOp::Log2: return g / (x * kLn2);
+    case UnaryOp::Log10: return g / (x * kLn10);
+    case UnaryOp::Log1p: return g / (x + 1);
+    case UnaryOp::Sqrt: return g / (y * 2);
+    case UnaryOp::Rsqrt: return g * y.pow(3) * -0.5;
+    case UnaryOp::Reciprocal: return -(g * y * y);
+    case UnaryOp::Sin: return g * x.cos();
+    case UnaryOp::Cos: return -(g * x.sin());
+    case UnaryOp::Tan: return g * (y * y + 1);
+    case UnaryOp::Asin: return g * (-(x * x) + 1).rsqrt();
+    case UnaryOp::Acos: return -(g * (-(x * x) + 1).rsqrt());
+    case UnaryOp::Atan: return g / (x * x + 1);
+    case UnaryOp::Sinh: return g * x.cosh();
+    case UnaryOp::Cosh: return g * x.sinh();
+    case UnaryOp::Tanh: return g * (-(y * y) + 1);
+    case UnaryOp::Sigmoid: return g * (y * (-y + 1));
+    case UnaryOp::Erf: return g * (-(x * x)).exp() * (2.0 / std::sqrt(kPi));
+    case UnaryOp::Erfinv: return g * (y * y).exp() * (std::sqrt(kPi) / 2.0);
+    case UnaryOp::GeluErf: {
+      const Tensor cdf = ((x * std::numbers::sqrt2 / 2).erf() + 1) * 0.5;
+      const Tensor pdf = (x * x * -0.5).exp() * (1.0 / std::sqrt(2 * kPi));
+      return g * (cdf + x * pdf);
+    }
+    case UnaryOp::GeluTanh: {
+      const double k = std::sqrt(2.0 / kPi), c = 0.044715;
+      const Tensor x2 = x * x;
+      const Tensor t = ((x + x2 * x * c) * k).tanh();
+      const Tensor dinner = (x2 * (3 * c) + 1) * k;
+      return g * ((t + 1) * 0.5 + x * 0.5 * (-(t * t) + 1) * dinner);
+    }
+    case UnaryOp::Silu: {
+      const Tensor s = x.sigmoid();
+      return g * (s * (x * (-s + 1) + 1));
+    }
+    case UnaryOp::Frac: return g;
+    case UnaryOp::Neg: return -g;
+    case UnaryOp::Abs: return g * x.sign();
+    case UnaryOp::Relu: return g * (y > 0);
+    case UnaryOp::Sign: case UnaryOp::Floor: case UnaryOp::Ceil: case UnaryOp::Round: case UnaryOp::Trunc:
+      return zeros_like(g);
+    default:
+      EMBER_ERROR("[autograd] the derivative of this element-wise op is not implemented");
+  }
+}
+
+// Saved slots: 0 = input (or undefined), 1 = output (or undefined). i0 = UnaryOp.
+variable_list unary_formula(FnNode& n, const variable_list& grads) {
+  const auto op = static_cast<UnaryOp>(n.i0);
+  return {unary_grad(op, grads[0], n.saved(0), n.saved(1))};
+}
+
+const char* binary_name(BinaryOp op, bool scalar_other) {
+  switch (op) {
+    case BinaryOp::Add: return "AddBackward0";
+    case BinaryOp::Sub: return "SubBackward0";
+    case BinaryOp::Mul: return scalar_other ? "MulBackward1" : "MulBackward0";
+    case BinaryOp::Div: case BinaryOp::DivTrunc: case BinaryOp::DivFloor:
+      return scalar_other ? "DivBackward1" : "DivBackward0";
+    case BinaryOp::Remainder: return "RemainderBackward0";
+    case BinaryOp::Fmod: return "FmodBackward0";
+    case BinaryOp::Pow: return scalar_other ? "PowBackward0" : "PowBackward1";
+    case BinaryOp::Maximum: return "MaximumBackward0";
+    case BinaryOp::Minimum: return "MinimumBackward0";
+    case BinaryOp::Atan2: return "Atan2Backward0";
+    default: return "NotDifferentiable";
+  }
+}
+
+// Saved: 0 = a, 1 = b, 2 = output. i0 = BinaryOp, s0 = alpha.
+variable_list binary_formula(FnNode& n, const variable_list& grads) {
+  const auto op = static_cast<BinaryOp>(n.i0);
+  const Tensor& g = grads[0];
+  const bool ga = n.should_compute_output(0), gb = n.should_compute_output(1);
+  Tensor da, db;
+  switch (op) {
+    case BinaryOp::Add:
+      if (ga) da = g;
+      if (gb) db = n.s0.to_double() == 1.0 ? g : g * n.s0;
+      break;
+    case BinaryOp::Sub:
+      if (ga) da = g;
+      if (gb) db = n.s0.to_double() == 1.0 ? -g : g * -n.s0.to_double();
+      break;
+    case BinaryOp::Mul:
+      if (ga) da = g * n.saved(1);
+      if (gb) db = g * n.saved(0);
+      break;
+    case BinaryOp::Div: {
+      const Tensor b = n.saved(1);
+      if (ga) da = g / b;
+      if (gb) db = -(g * n.saved(0)) / (b * b);
+      break;
+    }
+    case BinaryOp::DivTrunc: case BinaryOp::DivFloor:
+      if (ga) da = zeros_like(g);
+      if (gb) db = zeros_like(g);
+      break;
+    case BinaryOp::Remainder:
+      if (ga) da = g;
+      if (gb) db = -(g * n.saved(0).div(n.saved(1), "floor"));
+      break;
+    case BinaryOp::Fmod:
+      if (ga) da = g;
+      if (gb) db = -(g * n.saved(0).div(n.saved(1), "trunc"));
+      break;
+    case BinaryOp::Pow: {
+      const Tensor a = n.saved(0), b = n.saved(1);
+      if (ga) da = where(b == 0, zeros_like(g), g * b * a.pow(b - 1));
+      if (gb) {
+        const Tensor y = n.saved(2);
+        const Tensor zero_base = (a == 0).logical_and(b >= 0);
+        db = g * where(zero_base, zeros_like(y), y * a.log());
+      }
+      break;
+    }
+    case BinaryOp::Maximum: case BinaryOp::Minimum: {
+      const Tensor a = n.saved(0), b = n.saved(1);
+      const Tensor half = g / 2;
+      const bool mx = op == BinaryOp::Maximum;
+      if (ga) da = where(a == b, half, where(mx ? a < b : a > b, zeros_like(g), g));
+      if (gb) db = where(a == b, half, where(mx ? b < a : b > a, zeros_like(g), g));
+      break;
+    }
+    case BinaryOp::Atan2: {
+      const Tensor a = n.saved(0), b = n.saved(1);
+      const Tensor r = a * a + b * b;
+      if (ga) da = g * b / r;
+      if (gb) db = -(g * a) / r;
+      break;
+    }
+    default:
+      EMBER_ERROR("[autograd] the derivative of this element-wise op is not implemented");
+  }
+  return {da, db};
+}
+
+bool binary_needs_a(BinaryOp op) {
+  return op == BinaryOp::Mul || op == BinaryOp::Div || op == BinaryOp::Remainder || op == BinaryOp::Fmod ||
+         op == BinaryOp::Pow || op == BinaryOp::Maximum || op == BinaryOp::Minimum || op == BinaryOp::Atan2;
+}
+bool binary_needs_b(BinaryOp op) { return binary_needs_a(op); }
+
+}  // namespace
+
+Tensor unary(uint8_t op_id, const Tensor& self, Forward forward) {
+  const auto op = static_cast<UnaryOp>(op_id);
+  Tensor out;
+  {
+    AutoGradMode off(false);
+    out = forward();
+  }
+  if (op >= UnaryOp::IsNan || !is_floating_point(out.dtype())) return out;  // not differentiable
+  auto node = make_node(unary_name(op), unary_formula, {&self});
+  node->i0 = op_id;
+  const Uses uses = unary_uses(op);
+  node->save(uses == Uses::Input ? self : Tensor());
+  set_history(out, node);
+  node->save(uses == Uses::Output ? out : Tensor(), true);
+  return out;
+}
+
+void unary_(uint8_t op_id, const char* name, const Tensor& self, ForwardInplace forward) {
+  const auto op = static_cast<UnaryOp>(op_id);
+  check_inplace(self, name);
+  auto node = make_node(unary_name(op), unary_formula, {&self});
+  node->i0 = op_id;
+  const Uses uses = unary_uses(op);
+  {
+    AutoGradMode off(false);
+    node->save(uses == Uses::Input ? self.clone() : Tensor());
+    forward();
+  }
+  rebase_history(self, node);
+  node->save(uses == Uses::Output ? self : Tensor(), true);
+}
+
+Tensor binary(uint8_t op_id, const Tensor& a, const Tensor& b, const Scalar& alpha, Forward forward) {
+  const auto op = static_cast<BinaryOp>(op_id);
+  Tensor out;
+  {
+    AutoGradMode off(false);
+    out = forward();
+  }
+  if (op >= BinaryOp::Eq || !is_floating_point(out.dtype())) return out;
+  auto node = make_node(binary_name(op, b.dim() == 0 && !b.requires_grad()), binary_formula, {&a, &b});
+  node->i0 = op_id;
+  node->s0 = alpha;
+  // Save only what the wanted gradients read.
+  const bool ga = node->should_compute_output(0), gb = node->should_compute_output(1);
+  const bool need_a = (op == BinaryOp::Mul) ? gb : binary_needs_a(op) && (ga || gb);
+  const bool need_b = (op == BinaryOp::Mul) ? ga : (op == BinaryOp::Div ? true : binary_needs_b(op) && (ga || gb));
+  node->save(need_a ? a : Tensor());
+  node->save(need_b ? b : Tensor());
+  set_history(out, node);
+  node->save(op == BinaryOp::Pow && gb ? out : Tensor(), true);
+  return out;
+}
+
+void binary_(uint8_t op_id, const char* name, const Tensor& self, const Tensor& other, const Scalar& alpha,
+             ForwardInplace forward) {
+  const auto op = static_cast<BinaryOp>(op_id);
+  check_inplace(self, name);
+  if (op >= BinaryOp::Eq || !is_floating_point(self.dtype())) {
+    AutoGradMode off(false);
+    forward();
+    return;
+  }
+  auto node = make_node(binary_name(op, other.dim() == 0 && !other.requires_grad()), binary_formula, {&self, &other});
+  node->i0 = op_id;
+  node->s0 = alpha;
+  const bool ga = node->should_compute_output(0), gb = node->should_compute_output(1);
+  const bool need_a = (op == BinaryOp::Mul) ? gb : binary_needs_a(op) && (ga || gb);
+  const bool need_b = (op == BinaryOp::Mul) ? ga : (op == BinaryOp::Div ? true : binary_needs_b(op) && (ga || gb));
+  {
+    AutoGradMode off(false);
+    node->save(need_a ? self.clone() : Tensor());
+    node->save(need_b ? (other.is_alias_of(self) ? other.clone() : other) : Tensor());
+    forward();
+  }
+  rebase_history(self, node);
+  node->save(op == BinaryOp::Pow && gb ? self : Tensor(), true);
+}
+
+}  // namespace ember::autograd::fn

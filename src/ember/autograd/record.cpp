@@ -1,0 +1,249 @@
+#include "ember/autograd/record.h"
+
+#include <cxxabi.h>
+#include <execinfo.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "ember/autograd/anomaly_mode.h"
+#include "ember/autograd/autograd_meta.h"
+#include "ember/core/check.h"
+#include "ember/ops/creation.h"
+
+namespace ember::autograd {
+
+bool needs_grad_list(const std::vector<Tensor>& ts) {
+  if (!GradMode::is_enabled()) return false;
+  for (const Tensor& t : ts)
+    if (requires_grad_fast(t)) return true;
+  return false;
+}
+
+std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
+  AutogradMeta& meta = leaf.impl()->ensure_autograd_meta();
+  if (auto acc = meta.grad_accumulator.lock()) return acc;
+  auto acc = std::make_shared<AccumulateGrad>(leaf);
+  meta.grad_accumulator = acc;
+  return acc;
+}
+
+namespace {
+
+// The gradient of a view is the gradient of its base restricted to the view's
+// elements: AsStridedBackward0 scatters it into zeros of the base's shape.
+class ViewOfBaseBackward final : public Node {
+ public:
+  ViewOfBaseBackward(const Tensor& base, const Tensor& view)
+      : base_sizes_(base.sizes()),
+        base_strides_(base.strides()),
+        sizes_(view.sizes()),
+        strides_(view.strides()),
+        offset_(view.storage_offset() - base.storage_offset()),
+        dtype_(base.dtype()) {}
+  std::string name() const override { return "AsStridedBackward0"; }
+  variable_list apply(variable_list&& grads) override {
+    Tensor g = empty_strided(base_sizes_, base_strides_, TensorOptions(dtype_));
+    g.zero_();
+    g.as_strided(sizes_, strides_, offset_).copy_(grads[0]);
+    return {g};
+  }
+
+ private:
+  DimVector base_sizes_, base_strides_, sizes_, strides_;
+  int64_t offset_;
+  DType dtype_;
+};
+
+// Note [In-place on a view]: when view V of base B is modified in place by an op whose
+// backward is `fn`, B's new history is CopySlices: the gradient for B's old value is
+// the incoming gradient with V's region replaced by what fn makes of that region; fn's
+// other inputs get fn's other outputs. V becomes an as_strided view of B's new value.
+class CopySlices final : public Node {
+ public:
+  CopySlices(const Tensor& base, const Tensor& view, std::shared_ptr<Node> fn)
+      : base_sizes_(base.sizes()),
+        base_strides_(base.strides()),
+        sizes_(view.sizes()),
+        strides_(view.strides()),
+        offset_(view.storage_offset() - base.storage_offset()),
+        dtype_(base.dtype()),
+        fn_(std::move(fn)) {}
+  std::string name() const override { return "CopySlices"; }
+  void release_variables() override { fn_->release_variables(); }
+  variable_list apply(variable_list&& grads) override {
+    const Tensor& grad = grads[0];
+    Tensor result = empty_strided(base_sizes_, base_strides_, TensorOptions(grad.dtype()));
+    result.copy_(grad);
+    Tensor region = result.as_strided(sizes_, strides_, offset_);
+    variable_list res = fn_->apply({region.clone()});
+    variable_list out(num_outputs());
+    if (res.empty() || !res[0].defined()) {
+      region.zero_();
+    } else {
+      region.copy_(res[0]);
+    }
+    out[0] = result;
+    for (size_t i = 1; i < res.size() && i < out.size(); ++i) out[i] = std::move(res[i]);
+    return out;
+  }
+
+ private:
+  DimVector base_sizes_, base_strides_, sizes_, strides_;
+  int64_t offset_;
+  DType dtype_;
+  std::shared_ptr<Node> fn_;
+};
+
+// A view whose base was modified in place after the view's history was recorded gets
+// its history again, as a view of the base's current history.
+void refresh_view_history(const Tensor& t) {
+  TensorImpl* base_impl = t.impl()->view_base();
+  AutogradMeta* meta = t.impl()->autograd_meta();
+  if (!base_impl || !meta || !meta->grad_fn || meta->attr_version == t._version()) return;
+  Tensor base(t.impl()->view_base_ptr());
+  if (!base.requires_grad()) return;
+  auto node = std::make_shared<ViewOfBaseBackward>(base, t);
+  node->mutable_next_edges().push_back(gradient_edge(base));
+  node->add_input_metadata(t);
+  meta->grad_fn = node;
+  meta->output_nr = 0;
+  meta->attr_version = t._version();
+}
+
+}  // namespace
+
+Edge gradient_edge(const Tensor& t) {
+  if (!t.defined()) return Edge();
+  AutogradMeta* meta = t.impl()->autograd_meta();
+  if (!meta || !meta->requires_grad) return Edge();
+  if (meta->grad_fn && t.impl()->view_base()) refresh_view_history(t);
+  if (meta->grad_fn) return Edge(meta->grad_fn, meta->output_nr);
+  return Edge(grad_accumulator(t), 0);
+}
+
+void collect_next_edges(Node& node, std::initializer_list<const Tensor*> inputs) {
+  auto& edges = node.mutable_next_edges();
+  edges.reserve(inputs.size());
+  for (const Tensor* t : inputs) edges.push_back(t ? gradient_edge(*t) : Edge());
+}
+
+void collect_next_edges(Node& node, const std::vector<Tensor>& inputs) {
+  auto& edges = node.mutable_next_edges();
+  edges.reserve(inputs.size());
+  for (const Tensor& t : inputs) edges.push_back(gradient_edge(t));
+}
+
+void set_history(const Tensor& out, const std::shared_ptr<Node>& node) {
+  if (!out.defined()) return;
+  const uint32_t nr = node->add_input_metadata(out);
+  AutogradMeta& meta = out.impl()->ensure_autograd_meta();
+  meta.requires_grad = true;
+  meta.grad_fn = node;
+  meta.output_nr = nr;
+  if (out.impl()->view_base()) meta.attr_version = out._version();
+}
+
+void inference_inplace_error(const char* op) {
+  EMBER_ERROR("[", op, "] Inplace update to inference tensor outside InferenceMode is not allowed; "
+              "make a clone() outside InferenceMode to get a normal tensor");
+}
+
+void check_inplace(const Tensor& self, const char* op) {
+  check_inplace_cheap(self, op);
+  AutogradMeta* meta = self.impl()->autograd_meta();
+  if (meta && meta->requires_grad && !meta->grad_fn && GradMode::is_enabled()) {
+    if (self.impl()->view_base()) {
+      EMBER_ERROR("[", op, "] a view of a leaf Variable that requires grad is being used in an in-place "
+                  "operation; do it under NoGradGuard, or on a clone()");
+    }
+    EMBER_ERROR("[", op, "] a leaf Variable that requires grad is being used in an in-place operation; "
+                "do it under NoGradGuard (e.g. for initialisation), or on a clone()");
+  }
+  if (GradMode::is_enabled() && self.impl()->view_base()) {
+    Tensor base(self.impl()->view_base_ptr());
+    AutogradMeta* bm = base.impl()->autograd_meta();
+    if (bm && bm->requires_grad && !bm->grad_fn) {
+      EMBER_ERROR("[", op, "] a view of a leaf Variable that requires grad is being used in an in-place "
+                  "operation; do it under NoGradGuard, or on a clone()");
+    }
+  }
+}
+
+void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node) {
+  TensorImpl* base_impl = self.impl()->view_base();
+  if (!base_impl) {
+    node->add_input_metadata(self);
+    AutogradMeta& meta = self.impl()->ensure_autograd_meta();
+    meta.requires_grad = true;
+    meta.grad_fn = node;
+    meta.output_nr = 0;
+    return;
+  }
+  Tensor base(self.impl()->view_base_ptr());
+  node->add_input_metadata(self);
+  // fn's first input is the view's old value; CopySlices routes its gradient into the
+  // base's old history instead.
+  Edge base_edge = gradient_edge(base);
+  node->mutable_next_edges()[0] = base_edge;
+  auto copy_slices = std::make_shared<CopySlices>(base, self, node);
+  auto& edges = copy_slices->mutable_next_edges();
+  edges = node->next_edges();
+  edges[0] = base_edge;
+  maybe_record_anomaly(*copy_slices);
+  copy_slices->add_input_metadata(base);
+  AutogradMeta& bm = base.impl()->ensure_autograd_meta();
+  bm.requires_grad = true;
+  bm.grad_fn = copy_slices;
+  bm.output_nr = 0;
+  // The view: as_strided of the base's new value.
+  auto view_node = std::make_shared<ViewOfBaseBackward>(base, self);
+  view_node->mutable_next_edges().push_back(Edge(copy_slices, 0));
+  view_node->add_input_metadata(self);
+  AutogradMeta& vm = self.impl()->ensure_autograd_meta();
+  vm.requires_grad = true;
+  vm.grad_fn = view_node;
+  vm.output_nr = 0;
+  vm.attr_version = self._version();
+}
+
+void maybe_record_anomaly(Node& node) {
+  if (!AnomalyMode::is_enabled()) return;
+  void* frames[32];
+  const int n = backtrace(frames, 32);
+  char** symbols = backtrace_symbols(frames, n);
+  std::string trace;
+  for (int i = 1; symbols && i < n; ++i) {
+    std::string line = symbols[i];
+    // "lib(mangled+0x12) [0x...]": demangle the function name when there is one.
+    const size_t open = line.find('('), plus = line.find('+', open == std::string::npos ? 0 : open);
+    if (open != std::string::npos && plus != std::string::npos && plus > open + 1) {
+      const std::string mangled = line.substr(open + 1, plus - open - 1);
+      int status = 0;
+      char* dem = abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status);
+      if (status == 0 && dem) line = line.substr(0, open + 1) + dem + line.substr(plus);
+      std::free(dem);
+    }
+    trace += "  " + line + "\n";
+  }
+  std::free(symbols);
+  node.set_forward_trace(std::move(trace));
+}
+
+Tensor sum_to(const Tensor& grad, IntArrayRef sizes) {
+  if (grad.sizes() == sizes) return grad;
+  const int64_t lead = grad.dim() - static_cast<int64_t>(sizes.size());
+  DimVector dims;
+  for (int64_t d = 0; d < grad.dim(); ++d) {
+    if (d < lead) {
+      dims.push_back(d);
+    } else if (sizes[d - lead] == 1 && grad.size(d) != 1) {
+      dims.push_back(d);
+    }
+  }
+  Tensor r = dims.empty() ? grad : grad.sum(dims, /*keepdim=*/true);
+  if (lead > 0 || r.sizes() != sizes) r = r.reshape(sizes);
+  return r;
+}
+
+}  // namespace ember::autograd
