@@ -7,6 +7,7 @@
 
 #include "ember/autograd/anomaly_mode.h"
 #include "ember/autograd/grad_mode.h"
+#include "ember/autograd/gradcheck.h"
 #include "ember/autograd/node.h"
 #include "ember/core/tensor.h"
 

@@ -34,6 +34,7 @@ class FnNode final : public Node {
 
   // Attributes for the formulas.
   DimVector ints, ints2;
+  std::vector<DimVector> lists;  // more shapes (e.g. the output sizes of a split)
   Scalar s0, s1;
   double d0 = 0, d1 = 0;
   int64_t i0 = 0, i1 = 0, i2 = 0;

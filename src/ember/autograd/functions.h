@@ -25,4 +25,26 @@ void binary_(uint8_t op, const char* name, const Tensor& self, const Tensor& oth
 Tensor sum(const Tensor& t, IntArrayRef dims, bool keepdim, Forward forward);
 Tensor mean(const Tensor& t, IntArrayRef dims, bool keepdim, Forward forward);
 
+// Views (functions_view.cpp): `out` is a view of `self` made with grad mode on; these
+// record its backward node. Called only when autograd::needs_grad(self).
+void view_reshape(const char* name, const Tensor& self, const Tensor& out);  // view, (un)squeeze, ...
+void view_expand(const Tensor& self, const Tensor& out);
+void view_permute(const Tensor& self, const Tensor& out, IntArrayRef dims);
+void view_transpose(const char* name, const Tensor& self, const Tensor& out, int64_t dim0, int64_t dim1);
+void view_slice(const Tensor& self, const Tensor& out, int64_t dim, int64_t start, int64_t end, int64_t step);
+void view_select(const Tensor& self, const Tensor& out, int64_t dim, int64_t index);
+void view_diagonal(const Tensor& self, const Tensor& out, int64_t offset, int64_t dim1, int64_t dim2);
+// Any strided view (as_strided, unfold): the gradient is scattered through the geometry.
+void view_strided(const char* name, const Tensor& self, const Tensor& out);
+void view_alias(const Tensor& self, const Tensor& out);
+// Multi-output views: split (dim, the outputs) and unbind.
+void view_split(const Tensor& self, const std::vector<Tensor>& outs, int64_t dim);
+void view_unbind(const Tensor& self, const std::vector<Tensor>& outs, int64_t dim);
+
+// Copies (functions_view.cpp): clone, dtype conversion, copy_ and fill_.
+Tensor clone(const Tensor& self, Forward forward);
+Tensor to_dtype(const Tensor& self, Forward forward);
+void copy_(const Tensor& self, const Tensor& src, ForwardInplace forward);
+void fill_(const Tensor& self, ForwardInplace forward);
+
 }  // namespace ember::autograd::fn

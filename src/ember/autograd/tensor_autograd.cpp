@@ -121,7 +121,7 @@ void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, 
   autograd::backward({*this}, {gradient}, retain_graph, create_graph, inputs);
 }
 
-RemovableHandle Tensor::register_hook(std::function<Tensor(const Tensor&)> hook) const {
+RemovableHandle Tensor::register_hook_impl(std::function<Tensor(const Tensor&)> hook) const {
   check_defined(*this, "register_hook");
   EMBER_CHECK(requires_grad(), "[register_hook] cannot register a hook on a tensor that doesn't require gradient");
   AutogradMeta& meta = impl_->ensure_autograd_meta();
@@ -143,13 +143,6 @@ RemovableHandle Tensor::register_hook(std::function<Tensor(const Tensor&)> hook)
   return RemovableHandle([weak, id] {
     if (auto n = weak.lock()) n->remove_pre_hook(id);
   });
-}
-
-RemovableHandle Tensor::register_hook(std::function<void(const Tensor&)> hook) const {
-  return register_hook(std::function<Tensor(const Tensor&)>([h = std::move(hook)](const Tensor& g) {
-    h(g);
-    return Tensor();
-  }));
 }
 
 RemovableHandle Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {

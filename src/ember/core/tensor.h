@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -124,8 +125,18 @@ class Tensor {
                 bool create_graph = false, const std::vector<Tensor>& inputs = {}) const;
   // A hook on the gradient of this tensor, called during backward; returning a defined
   // tensor replaces the gradient.
-  RemovableHandle register_hook(std::function<Tensor(const Tensor&)> hook) const;
-  RemovableHandle register_hook(std::function<void(const Tensor&)> hook) const;
+  template <typename F>
+  RemovableHandle register_hook(F&& hook) const {
+    if constexpr (std::is_void_v<std::invoke_result_t<F&, const Tensor&>>) {
+      return register_hook_impl([h = std::forward<F>(hook)](const Tensor& g) mutable {
+        h(g);
+        return Tensor();
+      });
+    } else {
+      return register_hook_impl(std::function<Tensor(const Tensor&)>(std::forward<F>(hook)));
+    }
+  }
+  RemovableHandle register_hook_impl(std::function<Tensor(const Tensor&)> hook) const;
   // Leaves only: called with the tensor after its grad() was updated (DDP uses these).
   RemovableHandle register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
   // Detaches in place: drops grad_fn and requires_grad.

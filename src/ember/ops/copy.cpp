@@ -1,5 +1,7 @@
 // copy_, fill_ and the ops built on them (contiguous, clone, to).
 
+#include "ember/autograd/functions.h"
+#include "ember/autograd/record.h"
 #include "ember/core/check.h"
 #include "ember/kernels/cpu/kernels.h"
 #include "ember/ops/creation.h"
@@ -21,6 +23,11 @@ Tensor& Tensor::copy_(const Tensor& src) {
   check_no_internal_overlap(*this, "copy_");
   EMBER_CHECK(device() == src.device(), "[copy_] expected both tensors on the same device, got ",
               device(), " and ", src.device());
+  if (autograd::needs_grad(*this, src)) {
+    autograd::fn::copy_(*this, src, [&] { copy_(src); });
+    return *this;
+  }
+  autograd::check_inplace_cheap(*this, "copy_");
   if (!(dtype() == src.dtype() && is_same_view(*this, src)) && numel() > 0) {
     if (may_overlap(*this, src)) {
       kernels::cpu::copy(*this, src.clone());
@@ -35,6 +42,11 @@ Tensor& Tensor::copy_(const Tensor& src) {
 Tensor& Tensor::fill_(const Scalar& value) {
   EMBER_CHECK(defined(), "[fill_] called on an undefined tensor");
   check_no_internal_overlap(*this, "fill_");
+  if (autograd::needs_grad(*this)) {
+    autograd::fn::fill_(*this, [&] { fill_(value); });
+    return *this;
+  }
+  autograd::check_inplace_cheap(*this, "fill_");
   kernels::cpu::fill(*this, value);
   bump_version();
   return *this;
@@ -50,6 +62,7 @@ Tensor Tensor::contiguous() const {
 
 Tensor Tensor::clone() const {
   EMBER_CHECK(defined(), "[clone] called on an undefined tensor");
+  if (autograd::needs_grad(*this)) return autograd::fn::clone(*this, [&] { return clone(); });
   Tensor out = empty(sizes(), options());
   kernels::cpu::copy(out, *this);
   return out;
@@ -58,6 +71,7 @@ Tensor Tensor::clone() const {
 Tensor Tensor::to(DType dtype, bool copy) const {
   EMBER_CHECK(defined(), "[to] called on an undefined tensor");
   if (dtype == this->dtype() && !copy) return *this;
+  if (autograd::needs_grad(*this)) return autograd::fn::to_dtype(*this, [&] { return to(dtype, copy); });
   Tensor out = empty(sizes(), options().dtype(dtype));
   kernels::cpu::copy(out, *this);
   return out;

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "ember/autograd/functions.h"
+#include "ember/autograd/record.h"
 #include "ember/core/check.h"
 
 namespace ember {
@@ -132,7 +134,9 @@ Tensor Tensor::view(IntArrayRef sizes) const {
               " is not compatible with input sizes ", this->sizes(), " and strides ", strides(),
               " (at least one dimension spans across two contiguous subspaces); use reshape() "
               "instead, which copies when it must");
-  return make_view(*this, shape, st, storage_offset());
+  Tensor out = make_view(*this, shape, st, storage_offset());
+  if (autograd::needs_grad(*this)) autograd::fn::view_reshape("ViewBackward0", *this, out);
+  return out;
 }
 
 Tensor Tensor::reshape(IntArrayRef sizes) const {
@@ -140,7 +144,9 @@ Tensor Tensor::reshape(IntArrayRef sizes) const {
   DimVector shape = infer_size(sizes, numel(), "reshape");
   DimVector st;
   if (compute_view_strides(this->sizes(), strides(), shape, st)) {
-    return make_view(*this, shape, st, storage_offset());
+    Tensor out = make_view(*this, shape, st, storage_offset());
+    if (autograd::needs_grad(*this)) autograd::fn::view_reshape("ViewBackward0", *this, out);
+    return out;
   }
   return clone().view(shape);
 }
@@ -166,14 +172,19 @@ Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides,
   EMBER_CHECK(empty || last < storage_elems, "[as_strided] sizes ", sizes, ", strides ", strides,
               " and storage offset ", offset, " need a storage of ", last + 1,
               " elements, but the storage holds only ", storage_elems);
-  return make_view(*this, sizes, strides, offset);
+  Tensor out = make_view(*this, sizes, strides, offset);
+  if (autograd::needs_grad(*this)) autograd::fn::view_strided("AsStridedBackward0", *this, out);
+  return out;
 }
 
 Tensor Tensor::t() const {
   check_defined(*this, "t");
   EMBER_CHECK(dim() <= 2, "[t] expects a tensor with <= 2 dimensions, but self is ", dim(),
               "D; use transpose(dim0, dim1) or permute() for more dimensions");
-  return dim() < 2 ? alias() : transpose(0, 1);
+  if (dim() < 2) return alias();
+  Tensor out = make_view(*this, {sizes()[1], sizes()[0]}, {strides()[1], strides()[0]}, storage_offset());
+  if (autograd::needs_grad(*this)) autograd::fn::view_transpose("TBackward0", *this, out, 0, 1);
+  return out;
 }
 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
@@ -185,7 +196,9 @@ Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
   DimVector sz(sizes()), st(strides());
   std::swap(sz[dim0], sz[dim1]);
   std::swap(st[dim0], st[dim1]);
-  return make_view(*this, sz, st, storage_offset());
+  Tensor out = make_view(*this, sz, st, storage_offset());
+  if (autograd::needs_grad(*this)) autograd::fn::view_transpose("TransposeBackward0", *this, out, dim0, dim1);
+  return out;
 }
 
 Tensor Tensor::permute(IntArrayRef dims) const {
@@ -202,7 +215,9 @@ Tensor Tensor::permute(IntArrayRef dims) const {
     sz[i] = sizes()[d];
     st[i] = strides()[d];
   }
-  return make_view(*this, sz, st, storage_offset());
+  Tensor out = make_view(*this, sz, st, storage_offset());
+  if (autograd::needs_grad(*this)) autograd::fn::view_permute(*this, out, dims);
+  return out;
 }
 
 Tensor Tensor::movedim(int64_t source, int64_t destination) const {
@@ -250,7 +265,9 @@ Tensor Tensor::expand(IntArrayRef sizes) const {
       st[i] = 0;
     }
   }
-  return make_view(*this, sz, st, storage_offset());
+  Tensor out = make_view(*this, sz, st, storage_offset());
+  if (autograd::needs_grad(*this)) autograd::fn::view_expand(*this, out);
+  return out;
 }
 
 Tensor Tensor::squeeze() const {
@@ -262,7 +279,9 @@ Tensor Tensor::squeeze() const {
       st.push_back(strides()[i]);
     }
   }
-  return make_view(*this, sz, st, storage_offset());
+  Tensor out = make_view(*this, sz, st, storage_offset());
+  if (autograd::needs_grad(*this)) autograd::fn::view_reshape("SqueezeBackward0", *this, out);
+  return out;
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
@@ -272,7 +291,9 @@ Tensor Tensor::squeeze(int64_t d) const {
   DimVector sz(sizes()), st(strides());
   sz.erase(d);
   st.erase(d);
-  return make_view(*this, sz, st, storage_offset());
+  Tensor out = make_view(*this, sz, st, storage_offset());
+  if (autograd::needs_grad(*this)) autograd::fn::view_reshape("SqueezeBackward1", *this, out);
+  return out;
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -282,7 +303,9 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   const int64_t s = d < dim() ? sz[d] * st[d] : 1;
   sz.insert(d, 1);
   st.insert(d, s);
-  return make_view(*this, sz, st, storage_offset());
+  Tensor out = make_view(*this, sz, st, storage_offset());
+  if (autograd::needs_grad(*this)) autograd::fn::view_reshape("UnsqueezeBackward0", *this, out);
+  return out;
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
@@ -352,7 +375,9 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_opt, std::optional<
   DimVector sz(sizes()), st(strides());
   sz[d] = (end - start + step - 1) / step;
   st[d] *= step;
-  return make_view(*this, sz, st, storage_offset() + start * strides()[d]);
+  Tensor out = make_view(*this, sz, st, storage_offset() + start * strides()[d]);
+  if (autograd::needs_grad(*this)) autograd::fn::view_slice(*this, out, d, start, end, step);
+  return out;
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
@@ -366,7 +391,9 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   DimVector sz(sizes()), st(strides());
   sz.erase(d);
   st.erase(d);
-  return make_view(*this, sz, st, storage_offset() + index * strides()[d]);
+  Tensor out = make_view(*this, sz, st, storage_offset() + index * strides()[d]);
+  if (autograd::needs_grad(*this)) autograd::fn::view_select(*this, out, d, index);
+  return out;
 }
 
 Tensor Tensor::unfold(int64_t d, int64_t size, int64_t step) const {
@@ -380,13 +407,17 @@ Tensor Tensor::unfold(int64_t d, int64_t size, int64_t step) const {
   if (dim() == 0) {
     sz.push_back(size);
     st.push_back(1);
-    return make_view(*this, sz, st, storage_offset());
+    Tensor out = make_view(*this, sz, st, storage_offset());
+    if (autograd::needs_grad(*this)) autograd::fn::view_strided("UnfoldBackward0", *this, out);
+    return out;
   }
   sz[d] = (have - size) / step + 1;
   st[d] = strides()[d] * step;
   sz.push_back(size);
   st.push_back(strides()[d]);
-  return make_view(*this, sz, st, storage_offset());
+  Tensor out = make_view(*this, sz, st, storage_offset());
+  if (autograd::needs_grad(*this)) autograd::fn::view_strided("UnfoldBackward0", *this, out);
+  return out;
 }
 
 Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
@@ -413,7 +444,9 @@ Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
   }
   sz.push_back(len);
   st.push_back(strides()[dim1] + strides()[dim2]);
-  return make_view(*this, sz, st, off);
+  Tensor out = make_view(*this, sz, st, off);
+  if (autograd::needs_grad(*this)) autograd::fn::view_diagonal(*this, out, offset, dim1, dim2);
+  return out;
 }
 
 std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
@@ -425,12 +458,17 @@ std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
   EMBER_CHECK(split_size > 0 || size == 0, "[split] split_size can only be 0 if dimension size is 0, but got dimension size ",
               size);
   const int64_t n = split_size == 0 ? 1 : std::max<int64_t>((size + split_size - 1) / split_size, 1);
+  const bool grad = autograd::needs_grad(*this);
   std::vector<Tensor> out;
   out.reserve(n);
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t start = i * split_size;
-    out.push_back(slice(d, start, std::min(start + split_size, size), 1));
+  {
+    AutoGradMode mode(!grad && GradMode::is_enabled());
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t start = i * split_size;
+      out.push_back(slice(d, start, std::min(start + split_size, size), 1));
+    }
   }
+  if (grad) autograd::fn::view_split(*this, out, d);
   return out;
 }
 
@@ -445,12 +483,17 @@ std::vector<Tensor> Tensor::split_with_sizes(IntArrayRef split_sizes, int64_t d)
   }
   EMBER_CHECK(total == sizes()[d], "[split_with_sizes] split sizes ", split_sizes, " sum to ", total,
               " but dimension ", d, " has size ", sizes()[d]);
+  const bool grad = autograd::needs_grad(*this);
   std::vector<Tensor> out;
-  int64_t start = 0;
-  for (int64_t s : split_sizes) {
-    out.push_back(slice(d, start, start + s, 1));
-    start += s;
+  {
+    AutoGradMode mode(!grad && GradMode::is_enabled());
+    int64_t start = 0;
+    for (int64_t s : split_sizes) {
+      out.push_back(slice(d, start, start + s, 1));
+      start += s;
+    }
   }
+  if (grad) autograd::fn::view_split(*this, out, d);
   return out;
 }
 
@@ -472,15 +515,22 @@ std::vector<Tensor> Tensor::unbind(int64_t d) const {
   check_defined(*this, "unbind");
   EMBER_CHECK(dim() > 0, "[unbind] cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "unbind");
+  const bool grad = autograd::needs_grad(*this);
   std::vector<Tensor> out;
   out.reserve(sizes()[d]);
-  for (int64_t i = 0; i < sizes()[d]; ++i) out.push_back(select(d, i));
+  {
+    AutoGradMode mode(!grad && GradMode::is_enabled());
+    for (int64_t i = 0; i < sizes()[d]; ++i) out.push_back(select(d, i));
+  }
+  if (grad) autograd::fn::view_unbind(*this, out, d);
   return out;
 }
 
 Tensor Tensor::alias() const {
   check_defined(*this, "alias");
-  return make_view(*this, sizes(), strides(), storage_offset());
+  Tensor out = make_view(*this, sizes(), strides(), storage_offset());
+  if (autograd::needs_grad(*this)) autograd::fn::view_alias(*this, out);
+  return out;
 }
 
 Tensor Tensor::detach() const {
