@@ -2,10 +2,12 @@
 // The autograd API: backward and grad over the recorded graph, modes, custom functions,
 // gradcheck, checkpointing. See docs/autograd.md.
 
+#include <functional>
 #include <optional>
 #include <vector>
 
 #include "ember/autograd/anomaly_mode.h"
+#include "ember/autograd/custom_function.h"
 #include "ember/autograd/grad_mode.h"
 #include "ember/autograd/gradcheck.h"
 #include "ember/autograd/node.h"
@@ -25,5 +27,14 @@ void backward(const variable_list& tensors, const variable_list& grad_tensors = 
 variable_list grad(const variable_list& outputs, const variable_list& inputs,
                    const variable_list& grad_outputs = {}, std::optional<bool> retain_graph = std::nullopt,
                    bool create_graph = false, bool allow_unused = false);
+
+// Activation checkpointing: runs fn(inputs) without recording a graph and keeps only the
+// inputs; backward runs fn again (with the default generator's state as it was in the
+// forward, so dropout makes the same mask) and back-propagates through that rerun.
+// Trades compute for memory. Tensors fn uses that are not among `inputs` (e.g. module
+// parameters) get their grad() accumulated by the rerun's backward, so use it with
+// backward(); autograd::grad() sees only the gradients of `inputs`.
+using CheckpointFn = std::function<variable_list(const variable_list&)>;
+variable_list checkpoint(const CheckpointFn& fn, const variable_list& inputs, bool preserve_rng_state = true);
 
 }  // namespace ember::autograd

@@ -252,9 +252,11 @@ void unary_(uint8_t op_id, const char* name, const Tensor& self, ForwardInplace 
   auto node = make_node(unary_name(op), unary_formula, {&self});
   node->i0 = op_id;
   const Uses uses = unary_uses(op);
+  // The old value is cloned with grad mode on, so a double backward still sees how it
+  // depended on earlier ops.
+  node->save(uses == Uses::Input ? self.clone() : Tensor());
   {
     AutoGradMode off(false);
-    node->save(uses == Uses::Input ? self.clone() : Tensor());
     forward();
   }
   rebase_history(self, node);
@@ -298,10 +300,12 @@ void binary_(uint8_t op_id, const char* name, const Tensor& self, const Tensor& 
   const bool ga = node->should_compute_output(0), gb = node->should_compute_output(1);
   const bool need_a = (op == BinaryOp::Mul) ? gb : binary_needs_a(op) && (ga || gb);
   const bool need_b = (op == BinaryOp::Mul) ? ga : (op == BinaryOp::Div ? true : binary_needs_b(op) && (ga || gb));
+  // Old values are cloned with grad mode on, so a double backward still sees how they
+  // depended on earlier ops.
+  node->save(need_a ? self.clone() : Tensor());
+  node->save(need_b ? (other.is_alias_of(self) ? other.clone() : other) : Tensor());
   {
     AutoGradMode off(false);
-    node->save(need_a ? self.clone() : Tensor());
-    node->save(need_b ? (other.is_alias_of(self) ? other.clone() : other) : Tensor());
     forward();
   }
   rebase_history(self, node);

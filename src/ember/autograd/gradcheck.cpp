@@ -19,12 +19,32 @@ variable_list float_outputs(const GradcheckFn& fn, const variable_list& inputs) 
   return r;
 }
 
-// Flat float64 copies of the outputs, for finite differences.
-std::vector<std::vector<double>> eval(const GradcheckFn& fn, const variable_list& inputs) {
-  NoGradGuard no_grad;
+// Flat float64 copies of the outputs, for finite differences. Runs in grad mode: fn may
+// itself differentiate (gradgradcheck's fn calls grad()).
+std::vector<std::vector<double>> eval(const GradcheckFn& fn, const variable_list& inputs,
+                                      const variable_list& reference) {
   std::vector<std::vector<double>> r;
-  for (const Tensor& o : float_outputs(fn, inputs)) r.push_back(o.to_vector<double>());
+  variable_list outs = float_outputs(fn, inputs);
+  EMBER_CHECK(outs.size() == reference.size(), "[gradcheck] fn returned ", outs.size(),
+              " floating-point outputs for perturbed inputs but ", reference.size(), " for the original ones");
+  for (size_t i = 0; i < outs.size(); ++i) {
+    EMBER_CHECK(outs[i].numel() == reference[i].numel(), "[gradcheck] output ", i,
+                " changed its number of elements when an input was perturbed");
+    r.push_back(outs[i].detach().to_vector<double>());
+  }
   return r;
+}
+
+// Element c (in row-major order) of t, as a 0-d view; works for any strides.
+Tensor element(const Tensor& t, int64_t c) {
+  Tensor e = t;
+  int64_t stride = t.numel();
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    stride /= t.size(d);
+    e = e.select(0, c / stride);
+    c %= stride;
+  }
+  return e;
 }
 
 }  // namespace
@@ -64,7 +84,7 @@ bool gradcheck(const GradcheckFn& fn, const variable_list& inputs, const Gradche
     // Numerical Jacobian columns: central differences, one input element at a time.
     for (size_t j = 0; j < diff.size(); ++j) {
       Tensor x = diff[j];
-      Tensor flat = x.detach().view({-1});
+      Tensor data = x.detach();
       const int64_t n_in = x.numel();
       double worst = -1;
       int64_t wr = 0, wc = 0;
@@ -73,18 +93,18 @@ bool gradcheck(const GradcheckFn& fn, const variable_list& inputs, const Gradche
         double orig;
         {
           NoGradGuard ng;
-          orig = flat.select(0, c).item<double>();
-          flat.select(0, c).fill_(orig + opt.eps);
+          orig = element(data, c).item<double>();
+          element(data, c).fill_(orig + opt.eps);
         }
-        auto plus = eval(fn, inputs);
+        auto plus = eval(fn, inputs, outs);
         {
           NoGradGuard ng;
-          flat.select(0, c).fill_(orig - opt.eps);
+          element(data, c).fill_(orig - opt.eps);
         }
-        auto minus = eval(fn, inputs);
+        auto minus = eval(fn, inputs, outs);
         {
           NoGradGuard ng;
-          flat.select(0, c).fill_(orig);
+          element(data, c).fill_(orig);
         }
         for (int64_t r = 0; r < n_out; ++r) {
           const double num = (plus[oi][static_cast<size_t>(r)] - minus[oi][static_cast<size_t>(r)]) / (2 * opt.eps);
@@ -115,8 +135,7 @@ bool gradcheck(const GradcheckFn& fn, const variable_list& inputs, const Gradche
 bool gradgradcheck(const GradcheckFn& fn, const variable_list& inputs, const GradcheckOptions& opt) {
   variable_list outs = float_outputs(fn, inputs);
   variable_list grad_outputs;
-  Generator gen;
-  gen.manual_seed(0);
+  Generator gen(0);
   for (const Tensor& o : outs) grad_outputs.push_back(randn(o.sizes(), gen, TensorOptions(kFloat64)).requires_grad_());
   const size_t n_in = inputs.size();
   GradcheckFn second = [&fn, n_in](const variable_list& all) {

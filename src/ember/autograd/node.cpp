@@ -25,7 +25,11 @@ std::vector<std::pair<std::shared_ptr<Node>, uint32_t>> Node::next_functions() c
 }
 
 uint32_t Node::add_input_metadata(const Tensor& t) {
-  input_meta_.push_back({DimVector(t.sizes()), t.dtype()});
+  if (t.defined()) {
+    input_meta_.push_back({DimVector(t.sizes()), t.dtype()});
+  } else {
+    input_meta_.push_back({});  // an undefined output keeps the output numbering
+  }
   return static_cast<uint32_t>(input_meta_.size() - 1);
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ember/autograd/autograd_meta.h"
+#include "ember/autograd/node.h"
 #include "ember/core/tensor.h"
 #include "ember/kernels/cpu/dispatch.h"
 
@@ -250,7 +251,12 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) {
     Formatter f(dt, vals, opt);
     body = tensor_str(v, indent, summarize, f, opt);
   }
-  if (t.requires_grad()) suffixes.push_back("requires_grad=True");
+  // As PyTorch: a graph output shows its backward node, a leaf that requires grad says so.
+  if (auto fn = t.grad_fn()) {
+    suffixes.push_back("grad_fn=<" + fn->name() + ">");
+  } else if (t.requires_grad()) {
+    suffixes.push_back("requires_grad=True");
+  }
   std::string out = prefix + body;
   // Python's len(s) - s.rfind('\n') + 1, where rfind gives -1 when there is no newline.
   const size_t nl = out.rfind('\n');

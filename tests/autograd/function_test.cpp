@@ -1,0 +1,252 @@
+// Custom functions (Function<T>), checkpointing, anomaly mode and printing of graph
+// tensors.
+
+#include <ember/ember.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "autograd/grad_util.h"
+
+namespace ember {
+namespace {
+
+using autograd::AutogradContext;
+using autograd::variable_list;
+
+std::string ErrorOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+struct MyReLU : autograd::Function<MyReLU> {
+  static Tensor forward(AutogradContext* ctx, Tensor x) {
+    ctx->save_for_backward({x});
+    return x.clamp_min(0);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    Tensor x = ctx->get_saved_variables()[0];
+    return {grads[0] * (x > 0)};
+  }
+};
+
+// Straight-through estimator: round in the forward, identity in the backward.
+struct RoundSTE : autograd::Function<RoundSTE> {
+  static Tensor forward(AutogradContext*, Tensor x) { return x.round(); }
+  static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0]}; }
+};
+
+// y = x * k with a non-tensor argument, saved in saved_data.
+struct Scale : autograd::Function<Scale> {
+  static Tensor forward(AutogradContext* ctx, Tensor x, double k) {
+    ctx->saved_data["k"] = k;
+    ctx->saved_data["calls"] = 1;
+    return x * k;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    EXPECT_EQ(ctx->saved_data["calls"].toInt(), 1);
+    return {grads[0] * ctx->saved_data["k"].toDouble(), Tensor()};
+  }
+};
+
+TEST(CustomFunction, ReluPassesGradcheckAndNamesItsNode) {
+  Tensor x = randn({4, 5}, TensorOptions(kFloat64));
+  x = x + x.sign() * 0.1;  // keep away from the kink at 0
+  EXPECT_EQ(testing::check_grads([](const std::vector<Tensor>& v) { return MyReLU::apply(v[0]); }, {x},
+                                 /*second=*/false),
+            "");
+  Tensor xr = x.detach().requires_grad_();
+  Tensor y = MyReLU::apply(xr);
+  ASSERT_NE(y.grad_fn(), nullptr);
+  EXPECT_EQ(y.grad_fn()->name(), "CppNode<ember::(anonymous namespace)::MyReLU>");
+  y.sum().backward();
+  EXPECT_TRUE(xr.grad().equal((xr > 0).to(kFloat64)));
+}
+
+TEST(CustomFunction, StraightThroughEstimator) {
+  Tensor x = tensor({0.2, 1.7, -2.4}, kFloat64).requires_grad_();
+  Tensor y = RoundSTE::apply(x);
+  EXPECT_EQ(y.to_vector<double>(), (std::vector<double>{0, 2, -2}));
+  (y * tensor({1.0, 2.0, 3.0}, kFloat64)).sum().backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{1, 2, 3}));
+  // The built-in round has a zero gradient: the estimator is what makes training work.
+  Tensor x2 = x.detach().requires_grad_();
+  x2.round().sum().backward();
+  EXPECT_EQ(x2.grad().to_vector<double>(), (std::vector<double>{0, 0, 0}));
+}
+
+TEST(CustomFunction, NonTensorArgumentsAndSavedData) {
+  Tensor x = tensor({1.0, 2.0}, kFloat64).requires_grad_();
+  Tensor y = Scale::apply(x, 3.0);
+  y.sum().backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{3, 3}));
+  // No input requires grad: no graph.
+  Tensor z = Scale::apply(tensor({1.0}, kFloat64), 2.0);
+  EXPECT_FALSE(z.requires_grad());
+  EXPECT_EQ(z.item<double>(), 2.0);
+}
+
+struct WrongCount : autograd::Function<WrongCount> {
+  static Tensor forward(AutogradContext*, Tensor a, Tensor b) { return a * b; }
+  static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0]}; }
+};
+
+TEST(CustomFunction, WrongNumberOfGradientsIsAnError) {
+  Tensor a = ones({2}, kFloat64).requires_grad_();
+  Tensor b = ones({2}, kFloat64);
+  Tensor y = WrongCount::apply(a, b);
+  const std::string msg = ErrorOf([&] { y.sum().backward(); });
+  EXPECT_NE(msg.find("incorrect number of gradients (expected 2, got 1)"), std::string::npos) << msg;
+}
+
+struct SortLike : autograd::Function<SortLike> {
+  // Two outputs: values (differentiable) and their indices (marked non-differentiable).
+  static variable_list forward(AutogradContext* ctx, Tensor x) {
+    auto [values, indices] = x.sort(0);
+    ctx->mark_non_differentiable({indices});
+    ctx->save_for_backward({indices});
+    ctx->saved_data["n"] = x.size(0);
+    return {values, indices};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    EXPECT_TRUE(ctx->needs_input_grad(0));
+    Tensor idx = ctx->get_saved_variables()[0];
+    Tensor g = zeros({ctx->saved_data["n"].toInt()}, TensorOptions(grads[0].dtype()));
+    return {g.index_copy(0, idx, grads[0])};
+  }
+};
+
+TEST(CustomFunction, NonDifferentiableOutputs) {
+  Tensor x = tensor({3.0, 1.0, 2.0}, kFloat64).requires_grad_();
+  variable_list out = SortLike::apply(x);
+  EXPECT_TRUE(out[0].requires_grad());
+  EXPECT_FALSE(out[1].requires_grad());
+  (out[0] * tensor({1.0, 10.0, 100.0}, kFloat64)).sum().backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{100, 1, 10}));
+}
+
+struct MulTwoInplace : autograd::Function<MulTwoInplace> {
+  static Tensor forward(AutogradContext* ctx, Tensor x) {
+    x.mul_(2);
+    ctx->mark_dirty({x});
+    return x;
+  }
+  static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0] * 2}; }
+};
+
+TEST(CustomFunction, MarkDirtyRewritesHistory) {
+  Tensor a = tensor({1.0, 2.0}, kFloat64).requires_grad_();
+  Tensor b = a * 3;
+  Tensor c = MulTwoInplace::apply(b);
+  EXPECT_TRUE(c.is_same(b));
+  EXPECT_EQ(b.grad_fn()->name(), "CppNode<ember::(anonymous namespace)::MulTwoInplace>");
+  EXPECT_EQ(b.to_vector<double>(), (std::vector<double>{6, 12}));
+  b.sum().backward();
+  EXPECT_EQ(a.grad().to_vector<double>(), (std::vector<double>{6, 6}));
+  // A leaf that requires grad cannot be modified in place.
+  Tensor leaf = ones({2}, kFloat64).requires_grad_();
+  EXPECT_NE(ErrorOf([&] { MulTwoInplace::apply(leaf); }).find("leaf Variable that requires grad"),
+            std::string::npos);
+}
+
+TEST(CustomFunction, SavedTensorVersionIsChecked) {
+  Tensor a = tensor({1.0, -2.0}, kFloat64).requires_grad_();
+  Tensor b = a * 1;
+  Tensor y = MyReLU::apply(b);
+  b.add_(1);
+  const std::string msg = ErrorOf([&] { y.sum().backward(); });
+  EXPECT_NE(msg.find("modified by an inplace operation"), std::string::npos) << msg;
+}
+
+TEST(Checkpoint, SameGradientsAsWithoutAndLowerPeakMemory) {
+  Tensor w = randn({256, 256}, TensorOptions(kFloat64)).mul_(0.05).requires_grad_();
+  Tensor x0 = randn({64, 256}, TensorOptions(kFloat64));
+  auto block = [&](const variable_list& in) {
+    Tensor h = in[0];
+    for (int i = 0; i < 8; ++i) h = (h.matmul(w)).tanh();
+    return variable_list{h};
+  };
+  // Without checkpointing.
+  Tensor x = x0.clone().requires_grad_();
+  reset_peak_memory_stats();
+  int64_t base = memory_allocated();
+  block({x})[0].sum().backward();
+  const int64_t peak_plain = memory_stats().peak_allocated_bytes - base;
+  Tensor gx = x.grad(), gw = w.grad().clone();
+  w.mutable_grad() = Tensor();
+  // With checkpointing.
+  Tensor xc = x0.clone().requires_grad_();
+  reset_peak_memory_stats();
+  base = memory_allocated();
+  variable_list out = autograd::checkpoint(block, {xc});
+  EXPECT_EQ(out[0].grad_fn()->name(), "CheckpointFunctionBackward");
+  const int64_t after_forward = memory_allocated() - base;
+  out[0].sum().backward();
+  const int64_t peak_ckpt = memory_stats().peak_allocated_bytes - base;
+  EXPECT_TRUE(xc.grad().allclose(gx, 1e-12, 1e-12));
+  EXPECT_TRUE(w.grad().allclose(gw, 1e-12, 1e-12));
+  // The forward keeps only the output (64x256 doubles), not 8 layers of activations.
+  EXPECT_LE(after_forward, 2 * 64 * 256 * 8);
+  EXPECT_LT(peak_ckpt, peak_plain);
+}
+
+TEST(Checkpoint, RandomOpsRecomputeIdentically) {
+  manual_seed(7);
+  Tensor x = randn({1000}, TensorOptions(kFloat64)).requires_grad_();
+  auto dropout_like = [](const variable_list& in) {
+    Tensor mask = (rand({1000}, TensorOptions(kFloat64)) > 0.5).to(kFloat64);
+    return variable_list{in[0] * mask * 2};
+  };
+  Tensor h = x * 1;  // a non-leaf input, as inside a network
+  variable_list out = autograd::checkpoint(dropout_like, {h});
+  Tensor kept = out[0].detach().ne(0).to(kFloat64);
+  rand({5});  // move the generator on: the rerun must not see this
+  out[0].sum().backward();
+  EXPECT_TRUE(x.grad().equal(kept * 2));
+}
+
+TEST(AnomalyMode, NamesTheNodeThatProducedNan) {
+  Tensor x = tensor({1.0, -1.0}, kFloat64).requires_grad_();
+  std::string msg;
+  {
+    autograd::DetectAnomalyGuard guard;
+    // sqrt of a negative number: NaN in the forward, and NaN in SqrtBackward0's output.
+    Tensor y = x.sqrt().sum();
+    msg = ErrorOf([&] { y.backward(); });
+  }
+  EXPECT_NE(msg.find("Function 'SqrtBackward0' returned nan values in its 0th output"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("was made from"), std::string::npos) << msg;
+  // Without anomaly mode the NaN gradient is returned silently, as in PyTorch.
+  Tensor x2 = x.detach().requires_grad_();
+  x2.sqrt().sum().backward();
+  EXPECT_TRUE(std::isnan(x2.grad()[1].item<double>()));
+}
+
+TEST(AnomalyMode, LogOfNegativeThenSum) {
+  Tensor x = tensor({2.0, -3.0}, kFloat64).requires_grad_();
+  autograd::set_detect_anomaly(true);
+  Tensor y = (x.log() * x).sum();  // log(-3) is nan; MulBackward0 passes it on
+  const std::string msg = ErrorOf([&] { y.backward(); });
+  autograd::set_detect_anomaly(false);
+  EXPECT_NE(msg.find("'MulBackward0' returned nan values"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("sequence number"), std::string::npos) << msg;
+}
+
+TEST(AutogradPrint, ShowsGradFnOrRequiresGrad) {
+  Tensor x = tensor({1.0, 2.0}).requires_grad_();
+  std::ostringstream a, b;
+  a << x;
+  EXPECT_EQ(a.str(), "tensor([1., 2.], requires_grad=True)");
+  b << x * 2;
+  EXPECT_EQ(b.str(), "tensor([2., 4.], grad_fn=<MulBackward1>)");
+}
+
+}  // namespace
+}  // namespace ember
