@@ -64,6 +64,9 @@ bool gradcheck(const GradcheckFn& fn, const variable_list& inputs, const Gradche
   variable_list diff;
   for (size_t j : diff_inputs) diff.push_back(inputs[j]);
   for (size_t oi = 0; oi < outs.size(); ++oi) {
+    // A fresh graph per output: the finite differences of the previous output changed
+    // the inputs' versions (they are perturbed in place and restored).
+    if (oi > 0) outs = float_outputs(fn, inputs);
     const Tensor& out = outs[oi];
     const int64_t n_out = out.numel();
     // analytic[j][r][c]: d out[r] / d input_j[c]

@@ -186,7 +186,9 @@ Tensor fmod(const Tensor& a, const Tensor& b) { return binary_tt("fmod", BinaryO
 Tensor fmod(const Tensor& a, const Scalar& b) { return binary_ts("fmod", BinaryOp::Fmod, a, b); }
 Tensor pow(const Tensor& a, const Tensor& b) { return binary_tt("pow", BinaryOp::Pow, a, b); }
 Tensor pow(const Tensor& a, const Scalar& b) {
-  if (!b.is_boolean() && a.defined() && (is_floating_point(a.dtype()) || !b.is_floating_point())) {
+  // Shortcuts for x^1 and x^2, except when recording a graph (PowBackward0, as PyTorch).
+  if (!b.is_boolean() && a.defined() && (is_floating_point(a.dtype()) || !b.is_floating_point()) &&
+      !autograd::needs_grad(a)) {
     const double e = b.to_double();
     if (e == 1.0) return a.clone();
     if (e == 2.0 && is_floating_point(a.dtype())) return binary_tt("pow", BinaryOp::Mul, a, a);

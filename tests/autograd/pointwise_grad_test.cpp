@@ -1,0 +1,156 @@
+// Backward of the element-wise ops: gradcheck / gradgradcheck with broadcasting,
+// non-contiguous inputs and scalar operands; in-place variants; node names.
+
+#include <ember/ember.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "autograd/grad_util.h"
+
+namespace ember {
+namespace {
+
+using testing::check_grads;
+using V = std::vector<Tensor>;
+using Fn = std::function<Tensor(const V&)>;
+
+Tensor R(std::vector<int64_t> sizes) { return randn(sizes, TensorOptions(kFloat64)); }
+// Values in (lo, hi), away from the ends.
+Tensor U(std::vector<int64_t> sizes, double lo, double hi) {
+  return rand(sizes, TensorOptions(kFloat64)) * (hi - lo) * 0.8 + (lo + 0.1 * (hi - lo));
+}
+Tensor NC(const Tensor& t) { return t.t().contiguous().t(); }  // same values, transposed strides
+
+TEST(PointwiseGrad, Unary) {
+  struct Case {
+    const char* name;
+    Fn fn;
+    double lo, hi;
+    bool second = true;
+  };
+  const std::vector<Case> cases = {
+      {"neg", [](const V& v) { return -v[0]; }, -2, 2},
+      {"abs", [](const V& v) { return v[0].abs(); }, 0.2, 2},
+      {"exp", [](const V& v) { return v[0].exp(); }, -2, 2},
+      {"exp2", [](const V& v) { return v[0].exp2(); }, -2, 2},
+      {"expm1", [](const V& v) { return v[0].expm1(); }, -2, 2},
+      {"log", [](const V& v) { return v[0].log(); }, 0.2, 3},
+      {"log2", [](const V& v) { return v[0].log2(); }, 0.2, 3},
+      {"log10", [](const V& v) { return v[0].log10(); }, 0.2, 3},
+      {"log1p", [](const V& v) { return v[0].log1p(); }, -0.5, 3},
+      {"sqrt", [](const V& v) { return v[0].sqrt(); }, 0.2, 3},
+      {"rsqrt", [](const V& v) { return v[0].rsqrt(); }, 0.2, 3},
+      {"reciprocal", [](const V& v) { return v[0].reciprocal(); }, 0.3, 3},
+      {"sin", [](const V& v) { return v[0].sin(); }, -3, 3},
+      {"cos", [](const V& v) { return v[0].cos(); }, -3, 3},
+      {"tan", [](const V& v) { return v[0].tan(); }, -1, 1},
+      {"asin", [](const V& v) { return v[0].asin(); }, -0.8, 0.8},
+      {"acos", [](const V& v) { return v[0].acos(); }, -0.8, 0.8},
+      {"atan", [](const V& v) { return v[0].atan(); }, -3, 3},
+      {"sinh", [](const V& v) { return v[0].sinh(); }, -2, 2},
+      {"cosh", [](const V& v) { return v[0].cosh(); }, -2, 2},
+      {"tanh", [](const V& v) { return v[0].tanh(); }, -2, 2},
+      {"sigmoid", [](const V& v) { return v[0].sigmoid(); }, -3, 3},
+      {"erf", [](const V& v) { return v[0].erf(); }, -2, 2},
+      {"erfinv", [](const V& v) { return v[0].erfinv(); }, -0.8, 0.8},
+      {"gelu", [](const V& v) { return v[0].gelu(); }, -3, 3},
+      {"gelu_tanh", [](const V& v) { return v[0].gelu("tanh"); }, -3, 3},
+      {"silu", [](const V& v) { return v[0].silu(); }, -3, 3},
+      {"relu", [](const V& v) { return v[0].relu(); }, 0.1, 2},
+      {"relu_neg", [](const V& v) { return v[0].relu(); }, -2, -0.1},
+      {"frac", [](const V& v) { return v[0].frac(); }, 0.1, 0.9},
+      {"sign", [](const V& v) { return v[0].sign() * v[0]; }, 0.2, 2},
+      {"floor", [](const V& v) { return v[0].floor() + v[0]; }, 0.1, 0.9},
+      {"pow_scalar", [](const V& v) { return v[0].pow(3); }, -2, 2},
+      {"pow_frac", [](const V& v) { return v[0].pow(2.5); }, 0.2, 2},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Tensor x = U({3, 4}, c.lo, c.hi);
+    EXPECT_EQ(check_grads(c.fn, {x}, c.second), "");
+    EXPECT_EQ(check_grads(c.fn, {NC(x)}, c.second), "");
+  }
+}
+
+TEST(PointwiseGrad, BinaryWithBroadcastAndScalars) {
+  struct Case {
+    const char* name;
+    Fn fn;
+    double lo, hi;
+  };
+  const std::vector<Case> cases = {
+      {"add_alpha", [](const V& v) { return v[0].add(v[1], 2.5); }, -2, 2},
+      {"sub_alpha", [](const V& v) { return v[0].sub(v[1], 0.5); }, -2, 2},
+      {"mul", [](const V& v) { return v[0] * v[1]; }, -2, 2},
+      {"div", [](const V& v) { return v[0] / v[1]; }, 0.5, 2},
+      {"pow", [](const V& v) { return v[0].pow(v[1]); }, 0.5, 2},
+      {"maximum", [](const V& v) { return maximum(v[0], v[1]); }, -2, 2},
+      {"minimum", [](const V& v) { return minimum(v[0], v[1]); }, -2, 2},
+      {"atan2", [](const V& v) { return atan2(v[0], v[1]); }, 0.5, 2},
+      {"remainder", [](const V& v) { return v[0].remainder(v[1]); }, 0.6, 0.9},
+      {"fmod", [](const V& v) { return v[0].fmod(v[1]); }, 0.6, 0.9},
+      {"scalar_rhs", [](const V& v) { return v[0] * 3 - 1 + v[1] / 2; }, -2, 2},
+      {"scalar_lhs", [](const V& v) { return 2.0 / v[0] + v[1]; }, 0.5, 2},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Tensor a = U({3, 4}, c.lo, c.hi), b = U({4}, c.lo, c.hi), b2 = U({3, 1}, c.lo, c.hi);
+    EXPECT_EQ(check_grads(c.fn, {a, b}), "");
+    EXPECT_EQ(check_grads(c.fn, {NC(a), b2}), "");
+    EXPECT_EQ(check_grads(c.fn, {b2, a}), "");
+  }
+}
+
+TEST(PointwiseGrad, InPlaceVariants) {
+  struct Case {
+    const char* name;
+    Fn fn;
+  };
+  const std::vector<Case> cases = {
+      {"mul_", [](const V& v) { Tensor y = v[0] * 1; y.mul_(v[1]); return y; }},
+      {"add_", [](const V& v) { Tensor y = v[0] * 1; y.add_(v[1], 3); return y * y; }},
+      {"div_", [](const V& v) { Tensor y = v[0] * 1; y.div_(v[1] + 3); return y; }},
+      {"exp_", [](const V& v) { Tensor y = v[0] * 1; y.exp_(); return y * v[1]; }},
+      {"tanh_", [](const V& v) { Tensor y = v[0] * 1; y.tanh_(); return y * v[1]; }},
+      {"sin_", [](const V& v) { Tensor y = v[0] * 1; y.sin_(); return y * v[1]; }},
+      {"pow_", [](const V& v) { Tensor y = v[0] * 1; y.pow_(2); return y * v[1]; }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(check_grads(c.fn, {R({3, 4}), R({4})}), "");
+  }
+}
+
+TEST(PointwiseGrad, ReductionsSumMean) {
+  const Tensor x = R({3, 4, 2});
+  EXPECT_EQ(check_grads([](const V& v) { return v[0].sum(); }, {x}), "");
+  EXPECT_EQ(check_grads([](const V& v) { return v[0].sum({-1, 0}); }, {x}), "");
+  EXPECT_EQ(check_grads([](const V& v) { return v[0].sum({1}, true) * v[0]; }, {x}), "");
+  EXPECT_EQ(check_grads([](const V& v) { return v[0].mean({0, 2}); }, {x}), "");
+  EXPECT_EQ(check_grads([](const V& v) { return v[0].mean({1}, true) * v[0]; }, {x.transpose(0, 2)}), "");
+}
+
+TEST(PointwiseGrad, NodeNames) {
+  Tensor a = R({2}).requires_grad_(), b = R({2}).requires_grad_();
+  EXPECT_EQ((a + b).grad_fn()->name(), "AddBackward0");
+  EXPECT_EQ((a - b).grad_fn()->name(), "SubBackward0");
+  EXPECT_EQ((a * b).grad_fn()->name(), "MulBackward0");
+  EXPECT_EQ((a * 2).grad_fn()->name(), "MulBackward1");
+  EXPECT_EQ((a / b).grad_fn()->name(), "DivBackward0");
+  EXPECT_EQ(a.pow(2).grad_fn()->name(), "PowBackward0");
+  EXPECT_EQ(a.pow(b).grad_fn()->name(), "PowBackward1");
+  EXPECT_EQ(a.exp().grad_fn()->name(), "ExpBackward0");
+  EXPECT_EQ(a.log1p().grad_fn()->name(), "Log1PBackward0");
+  EXPECT_EQ(a.relu().grad_fn()->name(), "ReluBackward0");
+  EXPECT_EQ(a.sigmoid().grad_fn()->name(), "SigmoidBackward0");
+  Tensor c = a * 1;
+  c.mul_(b);
+  EXPECT_EQ(c.grad_fn()->name(), "MulBackward0");
+  // Comparisons are not differentiable.
+  EXPECT_FALSE((a > b).requires_grad());
+}
+
+}  // namespace
+}  // namespace ember
