@@ -23,3 +23,5 @@
 #include "ember/ops/pointwise.h"
 #include "ember/ops/reduce.h"
 #include "ember/ops/sort.h"
+#include "ember/core/ordered_dict.h"
+#include "ember/serialize/value.h"
