@@ -25,3 +25,4 @@
 #include "ember/ops/sort.h"
 #include "ember/core/ordered_dict.h"
 #include "ember/serialize/value.h"
+#include "ember/nn/nn.h"

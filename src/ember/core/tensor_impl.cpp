@@ -57,6 +57,12 @@ void TensorImpl::set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides,
   refresh();
 }
 
+void TensorImpl::set_data(const TensorImpl& src) {
+  storage_ = src.storage_;
+  dtype_ = src.dtype_;
+  set_sizes_and_strides(src.sizes_, src.strides_, src.storage_offset_);
+}
+
 void TensorImpl::refresh() {
   int64_t n = 1;
   for (int64_t s : sizes_) {

@@ -38,6 +38,9 @@ class TensorImpl final : public IntrusiveTarget {
 
   // Replaces the geometry (used by in-place shape changes such as detach_ and resize).
   void set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, int64_t storage_offset);
+  // Makes this tensor use src's storage, dtype and geometry (PyTorch's `t.data = src`);
+  // autograd state stays. Used by Module::to(dtype) to convert parameters in place.
+  void set_data(const TensorImpl& src);
 
   autograd::AutogradMeta* autograd_meta() const { return autograd_meta_.get(); }
   // Whether any autograd state exists and says this tensor requires grad.

@@ -1,0 +1,366 @@
+#include "ember/nn/module.h"
+
+#include <algorithm>
+#include <ostream>
+#include <sstream>
+#include <unordered_set>
+
+#include "ember/autograd/grad_mode.h"
+#include "ember/core/check.h"
+
+namespace ember::nn {
+
+namespace {
+
+void check_name(const std::string& name, const char* what) {
+  EMBER_CHECK(!name.empty(), "[nn.Module] ", what, " name must not be empty");
+  EMBER_CHECK(name.find('.') == std::string::npos, "[nn.Module] ", what, " name '", name,
+              "' must not contain '.' (dots separate the levels of qualified names)");
+}
+
+std::string join(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+std::string shape_str(IntArrayRef s) {
+  std::ostringstream os;
+  os << s;
+  return os.str();
+}
+
+}  // namespace
+
+Module::Module(std::string name) : name_(std::move(name)) {}
+Module::~Module() = default;
+
+Tensor Module::forward(const Tensor&) {
+  EMBER_ERROR("[nn.Module] ", name_, " has no forward(Tensor); call the module with the arguments its forward takes");
+}
+
+Tensor Module::operator()(const Tensor& input) {
+  if (!has_hooks()) return forward(input);
+  return run_with_hooks({input}, [this](const TensorList& in) { return TensorList{forward(in.at(0))}; }).at(0);
+}
+
+Tensor& Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
+  check_name(name, "parameter");
+  EMBER_CHECK(!buffers_.contains(name) && !children_.contains(name), "[nn.Module] attribute '", name,
+              "' is already registered as a buffer or submodule of ", name_);
+  if (tensor.defined()) {
+    EMBER_CHECK(!tensor.requires_grad() || tensor.is_leaf(), "[nn.Module] parameter '", name,
+                "' must be a leaf tensor (it has a grad_fn); register a detach() of it, or compute it in forward");
+    tensor.requires_grad_(requires_grad);
+  }
+  return params_.insert_or_assign(name, std::move(tensor));
+}
+
+Tensor& Module::register_buffer(const std::string& name, Tensor tensor, bool persistent) {
+  check_name(name, "buffer");
+  EMBER_CHECK(!params_.contains(name) && !children_.contains(name), "[nn.Module] attribute '", name,
+              "' is already registered as a parameter or submodule of ", name_);
+  auto it = std::find(non_persistent_.begin(), non_persistent_.end(), name);
+  if (!persistent && it == non_persistent_.end()) non_persistent_.push_back(name);
+  if (persistent && it != non_persistent_.end()) non_persistent_.erase(it);
+  return buffers_.insert_or_assign(name, std::move(tensor));
+}
+
+void Module::register_module_impl(const std::string& name, std::shared_ptr<Module> module) {
+  check_name(name, "submodule");
+  EMBER_CHECK(module != nullptr, "[nn.Module] register_module('", name, "') got an empty module");
+  EMBER_CHECK(!params_.contains(name) && !buffers_.contains(name), "[nn.Module] attribute '", name,
+              "' is already registered as a parameter or buffer of ", name_);
+  EMBER_CHECK(!children_.contains(name), "[nn.Module] submodule '", name, "' is already registered in ", name_,
+              "; use replace_module() to swap it");
+  children_.insert(name, std::move(module));
+}
+
+void Module::replace_module(const std::string& name, std::shared_ptr<Module> module) {
+  EMBER_CHECK(children_.contains(name), "[nn.Module] replace_module: no submodule '", name, "' in ", name_);
+  EMBER_CHECK(module != nullptr, "[nn.Module] replace_module('", name, "') got an empty module");
+  children_[name] = std::move(module);
+}
+
+void Module::collect(const std::string& prefix, bool recurse, bool want_params, bool persistent_only,
+                     OrderedDict<std::string, Tensor>& out) const {
+  const auto& own = want_params ? params_ : buffers_;
+  for (const auto& item : own) {
+    if (!item.value().defined()) continue;
+    if (!want_params && persistent_only &&
+        std::find(non_persistent_.begin(), non_persistent_.end(), item.key()) != non_persistent_.end()) {
+      continue;
+    }
+    const std::string key = join(prefix, item.key());
+    if (!out.contains(key)) out.insert(key, item.value());
+  }
+  if (!recurse) return;
+  for (const auto& child : children_) child.value()->collect(join(prefix, child.key()), true, want_params, persistent_only, out);
+}
+
+OrderedDict<std::string, Tensor> Module::named_parameters(bool recurse) const {
+  OrderedDict<std::string, Tensor> out;
+  collect("", recurse, true, false, out);
+  // A tensor shared by two modules (weight tying) is listed once, as PyTorch does.
+  OrderedDict<std::string, Tensor> unique;
+  std::unordered_set<const TensorImpl*> seen;
+  for (const auto& item : out) {
+    if (seen.insert(item.value().impl()).second) unique.insert(item.key(), item.value());
+  }
+  return unique;
+}
+
+std::vector<Tensor> Module::parameters(bool recurse) const { return named_parameters(recurse).values(); }
+
+OrderedDict<std::string, Tensor> Module::named_buffers(bool recurse) const {
+  OrderedDict<std::string, Tensor> out;
+  collect("", recurse, false, false, out);
+  return out;
+}
+
+std::vector<Tensor> Module::buffers(bool recurse) const { return named_buffers(recurse).values(); }
+
+std::vector<std::shared_ptr<Module>> Module::children() const { return children_.values(); }
+
+OrderedDict<std::string, std::shared_ptr<Module>> Module::named_children() const { return children_; }
+
+OrderedDict<std::string, std::shared_ptr<Module>> Module::named_modules(const std::string& prefix,
+                                                                        bool include_self) {
+  OrderedDict<std::string, std::shared_ptr<Module>> out;
+  std::unordered_set<const Module*> seen;
+  std::function<void(const std::shared_ptr<Module>&, const std::string&)> visit =
+      [&](const std::shared_ptr<Module>& m, const std::string& p) {
+        if (!seen.insert(m.get()).second) return;
+        out.insert(p, m);
+        for (const auto& child : m->children_) visit(child.value(), join(p, child.key()));
+      };
+  if (include_self) {
+    visit(shared_from_this(), prefix);
+  } else {
+    seen.insert(this);
+    for (const auto& child : children_) visit(child.value(), join(prefix, child.key()));
+  }
+  return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::modules(bool include_self) {
+  return named_modules("", include_self).values();
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (const auto& child : children_) child.value()->train(on);
+}
+
+void Module::to(DType dtype) {
+  NoGradGuard no_grad;
+  auto convert = [&](Tensor& t) {
+    if (!t.defined() || !is_floating_point(t.dtype()) || t.dtype() == dtype) return;
+    const bool rg = t.requires_grad();
+    Tensor converted = t.to(dtype);
+    // Swap the new storage into the same tensor object, so that handles held elsewhere
+    // (an optimizer's parameter list) see the conversion.
+    t.impl()->set_data(*converted.impl());
+    if (t.grad().defined()) t.mutable_grad() = Tensor();  // a gradient of the old dtype is stale
+    t.requires_grad_(rg);
+  };
+  for (auto& item : params_) convert(item.value());
+  for (auto& item : buffers_) convert(item.value());
+  for (const auto& child : children_) child.value()->to(dtype);
+}
+
+void Module::zero_grad(bool set_to_none) {
+  for (Tensor& p : parameters()) {
+    Tensor& g = p.mutable_grad();
+    if (!g.defined()) continue;
+    if (set_to_none) {
+      g = Tensor();
+    } else {
+      NoGradGuard no_grad;
+      g = g.detach();
+      g.zero_();
+    }
+  }
+}
+
+void Module::apply(const std::function<void(Module&)>& fn) {
+  for (const auto& m : modules()) fn(*m);
+}
+
+void Module::apply(const std::function<void(Module&, const std::string&)>& fn, const std::string& prefix) {
+  for (const auto& item : named_modules(prefix)) fn(*item.value(), item.key());
+}
+
+OrderedDict<std::string, Tensor> Module::state_dict() const {
+  OrderedDict<std::string, Tensor> raw;
+  std::function<void(const Module&, const std::string&)> visit = [&](const Module& m, const std::string& p) {
+    for (const auto& item : m.params_) {
+      if (item.value().defined()) raw.insert_or_assign(join(p, item.key()), item.value().detach());
+    }
+    for (const auto& item : m.buffers_) {
+      if (!item.value().defined()) continue;
+      if (std::find(m.non_persistent_.begin(), m.non_persistent_.end(), item.key()) != m.non_persistent_.end()) {
+        continue;
+      }
+      raw.insert_or_assign(join(p, item.key()), item.value().detach());
+    }
+    for (const auto& child : m.children_) visit(*child.value(), join(p, child.key()));
+  };
+  visit(*this, "");
+  return raw;
+}
+
+LoadStateDictResult Module::load_state_dict(const OrderedDict<std::string, Tensor>& state, bool strict) {
+  // Every destination tensor, under its qualified name (shared tensors appear under
+  // each name, as in state_dict()).
+  OrderedDict<std::string, Tensor*> dest;
+  std::function<void(Module&, const std::string&)> visit = [&](Module& m, const std::string& p) {
+    for (auto& item : m.params_) {
+      if (item.value().defined()) dest.insert_or_assign(join(p, item.key()), &item.value());
+    }
+    for (auto& item : m.buffers_) {
+      if (!item.value().defined()) continue;
+      if (std::find(m.non_persistent_.begin(), m.non_persistent_.end(), item.key()) != m.non_persistent_.end()) {
+        continue;
+      }
+      dest.insert_or_assign(join(p, item.key()), &item.value());
+    }
+    for (auto& child : m.children_) visit(*child.value(), join(p, child.key()));
+  };
+  visit(*this, "");
+  LoadStateDictResult r;
+  for (const auto& item : dest) {
+    const Tensor* src = state.find(item.key());
+    if (!src) {
+      r.missing_keys.push_back(item.key());
+    } else if (!src->defined() || src->sizes() != item.value()->sizes()) {
+      r.mismatched_keys.push_back(item.key() + ": checkpoint has " +
+                                  (src->defined() ? shape_str(src->sizes()) : std::string("an undefined tensor")) +
+                                  ", module has " + shape_str(item.value()->sizes()));
+    }
+  }
+  for (const auto& item : state) {
+    if (!dest.contains(item.key())) r.unexpected_keys.push_back(item.key());
+  }
+  if (strict && !r.ok()) {
+    std::ostringstream os;
+    os << "[load_state_dict] error(s) in loading the state_dict for " << name_ << ":";
+    auto list = [&](const char* what, const std::vector<std::string>& keys) {
+      if (keys.empty()) return;
+      os << "\n  " << what << ": ";
+      for (size_t i = 0; i < keys.size(); ++i) os << (i ? ", " : "") << '"' << keys[i] << '"';
+    };
+    list("Missing key(s)", r.missing_keys);
+    list("Unexpected key(s)", r.unexpected_keys);
+    list("Size mismatch", r.mismatched_keys);
+    os << "\n  (pass strict=false to load the matching keys and get this report back instead)";
+    throw Error(os.str());
+  }
+  NoGradGuard no_grad;
+  for (const auto& item : dest) {
+    const Tensor* src = state.find(item.key());
+    if (!src || !src->defined() || src->sizes() != item.value()->sizes()) continue;
+    item.value()->copy_(*src);
+  }
+  return r;
+}
+
+RemovableHandle Module::register_forward_pre_hook(ForwardPreHook hook) {
+  const int id = ++next_hook_id_;
+  pre_hooks_.push_back({id, std::move(hook)});
+  std::weak_ptr<int> alive = alive_;
+  Module* raw = this;
+  return RemovableHandle([alive, raw, id] {
+    if (alive.expired()) return;  // the module is gone, and its hooks with it
+    auto& v = raw->pre_hooks_;
+    v.erase(std::remove_if(v.begin(), v.end(), [id](const PreHook& h) { return h.id == id; }), v.end());
+  });
+}
+
+RemovableHandle Module::register_forward_hook(ForwardHook hook) {
+  const int id = ++next_hook_id_;
+  post_hooks_.push_back({id, std::move(hook)});
+  std::weak_ptr<int> alive = alive_;
+  Module* raw = this;
+  return RemovableHandle([alive, raw, id] {
+    if (alive.expired()) return;
+    auto& v = raw->post_hooks_;
+    v.erase(std::remove_if(v.begin(), v.end(), [id](const PostHook& h) { return h.id == id; }), v.end());
+  });
+}
+
+TensorList Module::run_with_hooks(const TensorList& inputs, const std::function<TensorList(const TensorList&)>& fn) {
+  TensorList in = inputs;
+  for (size_t i = 0; i < pre_hooks_.size(); ++i) {
+    if (auto r = pre_hooks_[i].fn(*this, in)) in = std::move(*r);
+  }
+  TensorList out = fn(in);
+  for (size_t i = 0; i < post_hooks_.size(); ++i) {
+    if (auto r = post_hooks_[i].fn(*this, in, out)) out = std::move(*r);
+  }
+  return out;
+}
+
+std::shared_ptr<Module> Module::clone() const {
+  EMBER_ERROR("[nn.Module] clone() is not implemented for ", name_,
+              "; derive the module from nn::Cloneable<", name_, "Impl> and implement reset()");
+}
+
+void Module::clone_into(Module& copy) const {
+  NoGradGuard no_grad;
+  copy.training_ = training_;
+  // Tensors the copy already made (in its constructor) keep their identity, so members
+  // such as LinearImpl::weight stay valid; only their values are copied.
+  auto copy_tensors = [](const OrderedDict<std::string, Tensor>& from, OrderedDict<std::string, Tensor>& to,
+                         bool params) {
+    for (const auto& item : from) {
+      const Tensor& t = item.value();
+      Tensor* existing = to.find(item.key());
+      if (existing && existing->defined() && t.defined() && existing->sizes() == t.sizes() &&
+          existing->dtype() == t.dtype()) {
+        existing->copy_(t);
+      } else {
+        Tensor c = t.defined() ? t.clone() : Tensor();
+        if (params && c.defined()) c.requires_grad_(t.requires_grad());
+        to.insert_or_assign(item.key(), c);
+      }
+    }
+  };
+  copy_tensors(params_, copy.params_, true);
+  copy_tensors(buffers_, copy.buffers_, false);
+  copy.non_persistent_ = non_persistent_;
+  for (const auto& item : children_) {
+    if (auto* existing = copy.children_.find(item.key())) {
+      item.value()->clone_into(**existing);
+    } else {
+      copy.children_.insert(item.key(), item.value()->clone());
+    }
+  }
+}
+
+void Module::pretty_print(std::ostream& os, int indent) const {
+  os << name_ << "(";
+  const std::string extra = extra_repr();
+  if (children_.empty()) {
+    os << extra << ")";
+    return;
+  }
+  const std::string pad(static_cast<size_t>(indent + 2), ' ');
+  if (!extra.empty()) os << "\n" << pad << extra;
+  for (const auto& child : children_) {
+    os << "\n" << pad << "(" << child.key() << "): ";
+    child.value()->pretty_print(os, indent + 2);
+  }
+  os << "\n" << std::string(static_cast<size_t>(indent), ' ') << ")";
+}
+
+std::string Module::repr() const {
+  std::ostringstream os;
+  pretty_print(os);
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Module& m) {
+  m.pretty_print(os);
+  return os;
+}
+
+}  // namespace ember::nn

@@ -1,0 +1,226 @@
+#pragma once
+// nn::Module: the base of every layer and model, as libtorch's torch::nn::Module. A
+// module owns named parameters, buffers and submodules; names compose with dots
+// ("features.0.weight") in named_parameters() and state_dict().
+//
+//   struct NetImpl : ember::nn::Module {
+//     NetImpl() : Module("Net") {
+//       fc1 = register_module("fc1", ember::nn::Linear(784, 128));
+//       fc2 = register_module("fc2", ember::nn::Linear(128, 10));
+//     }
+//     ember::Tensor forward(const ember::Tensor& x) { return fc2(fc1(x).relu()); }
+//     ember::nn::Linear fc1{nullptr}, fc2{nullptr};
+//   };
+//
+// Layers are used through holders (ember::nn::Linear wraps a shared LinearImpl):
+// `lin->weight`, `lin(x)`; copying a holder shares the module, clone() copies it.
+
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ember/core/ordered_dict.h"
+#include "ember/core/tensor.h"
+
+namespace ember::nn {
+
+class Module;
+
+// What load_state_dict found (strict=false returns it; strict=true throws if any list
+// is non-empty, naming every key).
+struct LoadStateDictResult {
+  std::vector<std::string> missing_keys;     // in the module, not in the dict
+  std::vector<std::string> unexpected_keys;  // in the dict, not in the module
+  std::vector<std::string> mismatched_keys;  // in both, different shapes ("key: [2, 3] vs [3]")
+  bool ok() const { return missing_keys.empty() && unexpected_keys.empty() && mismatched_keys.empty(); }
+};
+
+// Forward hooks see the call's tensor arguments and results. A pre-hook may return new
+// inputs, a post-hook new outputs (std::nullopt keeps them).
+using TensorList = std::vector<Tensor>;
+using ForwardPreHook = std::function<std::optional<TensorList>(Module&, const TensorList& inputs)>;
+using ForwardHook =
+    std::function<std::optional<TensorList>(Module&, const TensorList& inputs, const TensorList& outputs)>;
+
+class Module : public std::enable_shared_from_this<Module> {
+ public:
+  explicit Module(std::string name = "Module");
+  virtual ~Module();
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // The type name shown when printing ("Linear", "Sequential", ...).
+  const std::string& name() const { return name_; }
+
+  // ---- calling ----
+  // The single-tensor forward most layers have; modules with other signatures define
+  // their own forward and operator(). The default refuses with the module's name.
+  virtual Tensor forward(const Tensor& input);
+  // Runs the forward hooks around forward(input).
+  Tensor operator()(const Tensor& input);
+
+  // ---- registration ----
+  // Adds a parameter (requires_grad set as asked; an undefined tensor registers an
+  // absent parameter, e.g. bias=false, kept out of parameters()).
+  Tensor& register_parameter(const std::string& name, Tensor tensor, bool requires_grad = true);
+  // Adds a buffer (running statistics, ...); non-persistent buffers stay out of state_dict.
+  Tensor& register_buffer(const std::string& name, Tensor tensor, bool persistent = true);
+  // Adds a submodule; returns it so that `fc = register_module("fc", Linear(...))` works.
+  template <typename M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    register_module_impl(name, module);
+    return module;
+  }
+  template <typename Holder, typename = decltype(std::declval<Holder>().ptr())>
+  Holder register_module(const std::string& name, Holder holder) {
+    register_module_impl(name, holder.ptr());
+    return holder;
+  }
+  // Replaces a registered submodule (same name).
+  void replace_module(const std::string& name, std::shared_ptr<Module> module);
+
+  // ---- traversal ----
+  std::vector<Tensor> parameters(bool recurse = true) const;
+  OrderedDict<std::string, Tensor> named_parameters(bool recurse = true) const;
+  std::vector<Tensor> buffers(bool recurse = true) const;
+  OrderedDict<std::string, Tensor> named_buffers(bool recurse = true) const;
+  std::vector<std::shared_ptr<Module>> children() const;
+  OrderedDict<std::string, std::shared_ptr<Module>> named_children() const;
+  // This module first, then every descendant (depth first, each once).
+  std::vector<std::shared_ptr<Module>> modules(bool include_self = true);
+  OrderedDict<std::string, std::shared_ptr<Module>> named_modules(const std::string& prefix = "",
+                                                                  bool include_self = true);
+
+  // ---- mode and state ----
+  virtual void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  // Converts floating-point parameters and buffers to dtype, in place of the old ones
+  // (the tensors keep their identity, so optimizers built before still see them).
+  virtual void to(DType dtype);
+  void zero_grad(bool set_to_none = true);
+  // Calls fn on this module and every descendant.
+  void apply(const std::function<void(Module&)>& fn);
+  void apply(const std::function<void(Module&, const std::string& qualified_name)>& fn,
+             const std::string& prefix = "");
+
+  // Parameters and persistent buffers under qualified names (detached views of them).
+  OrderedDict<std::string, Tensor> state_dict() const;
+  // Copies values in (shapes must match; dtype converts). strict: any missing,
+  // unexpected or mismatched key is an error listing them all.
+  LoadStateDictResult load_state_dict(const OrderedDict<std::string, Tensor>& state, bool strict = true);
+
+  // ---- hooks ----
+  RemovableHandle register_forward_pre_hook(ForwardPreHook hook);
+  RemovableHandle register_forward_hook(ForwardHook hook);
+
+  // ---- copies and printing ----
+  // A deep copy (new parameters and buffers with the same values). Modules built from
+  // Cloneable<T> support it; others throw.
+  virtual std::shared_ptr<Module> clone() const;
+  // One line describing this module's options, e.g. "in_features=784, out_features=10".
+  virtual std::string extra_repr() const { return ""; }
+  // The tree as PyTorch prints it.
+  void pretty_print(std::ostream& os, int indent = 0) const;
+  std::string repr() const;
+
+  // Direct access (as libtorch: module.named_parameters(false) for own ones).
+  bool has_parameter(const std::string& name) const { return params_.contains(name); }
+  bool has_buffer(const std::string& name) const { return buffers_.contains(name); }
+
+ protected:
+  // Runs the pre-hooks, then fn (the forward), then the post-hooks. Modules call this
+  // from operator() so that hooks apply to every call.
+  TensorList run_with_hooks(const TensorList& inputs, const std::function<TensorList(const TensorList&)>& fn);
+  bool has_hooks() const { return !pre_hooks_.empty() || !post_hooks_.empty(); }
+  // Used by clone(): copies this module's tensors and children into `copy`.
+  void clone_into(Module& copy) const;
+
+  bool training_ = true;
+
+ private:
+  void register_module_impl(const std::string& name, std::shared_ptr<Module> module);
+  void collect(const std::string& prefix, bool recurse, bool want_params, bool persistent_only,
+               OrderedDict<std::string, Tensor>& out) const;
+
+  std::string name_;
+  OrderedDict<std::string, Tensor> params_;
+  OrderedDict<std::string, Tensor> buffers_;
+  std::vector<std::string> non_persistent_;
+  OrderedDict<std::string, std::shared_ptr<Module>> children_;
+  struct PreHook {
+    int id;
+    ForwardPreHook fn;
+  };
+  struct PostHook {
+    int id;
+    ForwardHook fn;
+  };
+  std::vector<PreHook> pre_hooks_;
+  std::vector<PostHook> post_hooks_;
+  int next_hook_id_ = 0;
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // hook handles check it
+};
+
+std::ostream& operator<<(std::ostream& os, const Module& m);
+
+// A module with a deep clone(): derive `struct LinearImpl : Cloneable<LinearImpl>` and
+// implement reset() (which (re)creates parameters); clone() builds a copy with the same
+// options via the copy of the options and copies the tensor values.
+template <typename Derived>
+class Cloneable : public Module {
+ public:
+  using Module::Module;
+  // (Re)creates parameters and submodules from the options.
+  virtual void reset() = 0;
+  std::shared_ptr<Module> clone() const override {
+    auto copy = std::make_shared<Derived>(static_cast<const Derived&>(*this).options);
+    clone_into(*copy);
+    return copy;
+  }
+};
+
+// The handle users hold: shares one Impl; `holder->member`, `holder(args...)`.
+template <typename Impl>
+class ModuleHolder {
+ public:
+  using ContainedType = Impl;
+  // An empty holder (assign a module later): `nn::Linear fc{nullptr};`.
+  ModuleHolder(std::nullptr_t) {}
+  template <typename... Args,
+            typename = std::enable_if_t<!(sizeof...(Args) == 1 &&
+                                          (std::is_same_v<std::decay_t<Args>, std::nullptr_t> && ...))>>
+  explicit ModuleHolder(Args&&... args) : impl_(std::make_shared<Impl>(std::forward<Args>(args)...)) {}
+  ModuleHolder(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+  Impl* operator->() const { return get(); }
+  Impl& operator*() const { return *get(); }
+  Impl* get() const {
+    EMBER_CHECK(impl_ != nullptr, "[nn] accessing an empty module holder (constructed with nullptr); assign a "
+                                  "module to it first");
+    return impl_.get();
+  }
+  const std::shared_ptr<Impl>& ptr() const { return impl_; }
+  bool is_empty() const { return impl_ == nullptr; }
+  explicit operator bool() const { return impl_ != nullptr; }
+
+  template <typename... Args>
+  auto operator()(Args&&... args) const {
+    return (*get())(std::forward<Args>(args)...);
+  }
+
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace ember::nn
+
+// Declares the holder class Name for NameImpl (as libtorch's TORCH_MODULE).
+#define EMBER_MODULE(Name)                                  \
+  class Name : public ::ember::nn::ModuleHolder<Name##Impl> { \
+   public:                                                  \
+    using ::ember::nn::ModuleHolder<Name##Impl>::ModuleHolder; \
+  }

@@ -1,0 +1,32 @@
+#include "ember/nn/modules/activation.h"
+
+#include <sstream>
+
+#include "ember/core/check.h"
+#include "ember/nn/functional.h"
+
+namespace ember::nn {
+
+namespace {
+std::string num(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+}  // namespace
+
+Tensor LeakyReLUImpl::forward(const Tensor& input) { return functional::leaky_relu(input, negative_slope); }
+std::string LeakyReLUImpl::extra_repr() const { return "negative_slope=" + num(negative_slope); }
+
+DropoutImpl::DropoutImpl(double p) : Module("Dropout"), p(p) {
+  EMBER_CHECK(p >= 0 && p <= 1, "[nn.Dropout] dropout probability has to be between 0 and 1, but got ", p);
+}
+Tensor DropoutImpl::forward(const Tensor& input) { return functional::dropout(input, p, is_training()); }
+std::string DropoutImpl::extra_repr() const { return "p=" + num(p) + ", inplace=False"; }
+std::shared_ptr<Module> DropoutImpl::clone() const {
+  auto c = std::make_shared<DropoutImpl>(p);
+  c->train(is_training());
+  return c;
+}
+
+}  // namespace ember::nn

@@ -1,0 +1,9 @@
+#pragma once
+// ember::nn: modules, layers, functional forms and initialisation.
+
+#include "ember/nn/functional.h"
+#include "ember/nn/init.h"
+#include "ember/nn/module.h"
+#include "ember/nn/modules/activation.h"
+#include "ember/nn/modules/container.h"
+#include "ember/nn/modules/linear.h"
