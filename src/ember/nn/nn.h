@@ -7,3 +7,4 @@
 #include "ember/nn/modules/activation.h"
 #include "ember/nn/modules/container.h"
 #include "ember/nn/modules/linear.h"
+#include "ember/nn/loss.h"
