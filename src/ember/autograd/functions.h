@@ -41,6 +41,11 @@ void view_alias(const Tensor& self, const Tensor& out);
 void view_split(const Tensor& self, const std::vector<Tensor>& outs, int64_t dim);
 void view_unbind(const Tensor& self, const std::vector<Tensor>& outs, int64_t dim);
 
+// Matrix products (functions_linalg.cpp): beta * input + alpha * (a @ b) with batch
+// broadcasting; `op` names the node (mm, bmm, addmm, baddbmm, linear, matmul).
+Tensor matrix_product(const char* op, const Tensor& a, const Tensor& b, const Tensor& input, const Scalar& beta,
+                      const Scalar& alpha, Forward forward);
+
 // Copies (functions_view.cpp): clone, dtype conversion, copy_ and fill_.
 Tensor clone(const Tensor& self, Forward forward);
 Tensor to_dtype(const Tensor& self, Forward forward);

@@ -8,6 +8,8 @@
 #include <string>
 #include <type_traits>
 
+#include "ember/autograd/functions.h"
+#include "ember/autograd/record.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
 #include "ember/core/parallel.h"
@@ -84,8 +86,8 @@ Tensor prepare_operand(const Tensor& t, DType compute) {
 // both batch shapes broadcast to `batch`, and input (optional) broadcasts to the result
 // (batch..., m, n). The caller has checked shapes and dtypes. Returns a new contiguous
 // tensor of a's dtype.
-Tensor product(const char* op, const Tensor& a, const Tensor& b, IntArrayRef batch = {},
-               const Tensor& input = Tensor(), const Scalar& beta = 0, const Scalar& alpha = 1) {
+Tensor product_raw(const char* op, const Tensor& a, const Tensor& b, IntArrayRef batch,
+                   const Tensor& input, const Scalar& beta, const Scalar& alpha) {
   const DType dtype = a.dtype();
   const DType compute = dtype == kFloat16 || dtype == kBFloat16 ? kFloat32 : dtype;
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
@@ -99,6 +101,17 @@ Tensor product(const char* op, const Tensor& a, const Tensor& b, IntArrayRef bat
   const Tensor b2 = prepare_operand(b, compute).expand(with_matrix(batch, k, n));
   kernels::cpu::gemm(out, a2, b2, alpha, use_input ? beta : Scalar(0), op);
   return compute == dtype ? out : out.to(dtype);
+}
+
+// product() with autograd: the backward is written with matmul, so it is differentiable
+// again; batch dims that were broadcast are summed back by the node.
+Tensor product(const char* op, const Tensor& a, const Tensor& b, IntArrayRef batch = {},
+               const Tensor& input = Tensor(), const Scalar& beta = 0, const Scalar& alpha = 1) {
+  if (autograd::needs_grad(a, b, input)) {
+    return autograd::fn::matrix_product(op, a, b, input, beta, alpha,
+                                        [&] { return product_raw(op, a, b, batch, input, beta, alpha); });
+  }
+  return product_raw(op, a, b, batch, input, beta, alpha);
 }
 
 // (1 x k) @ (k x 1) viewed as a 0-dim tensor. Going through gemm instead of BLAS's dot
@@ -256,7 +269,8 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   Tensor bias2;
   if (bias.defined()) {
     check_broadcastable(bias, out_shape, "linear", "bias");
-    bias2 = bias.expand(out_shape).reshape({lead, out_features});
+    // A bias over the last dim broadcasts to the (lead, out) rows as it is (no copy).
+    bias2 = bias.dim() <= 1 && weight.dim() == 2 ? bias : bias.expand(out_shape).reshape({lead, out_features});
   }
   const Tensor w2 = weight.dim() == 2 ? weight.t() : weight.unsqueeze(1);
   return product("linear", input.reshape({lead, in_features}), w2, {}, bias2, 1, 1).view(out_shape);
