@@ -46,6 +46,10 @@ void view_unbind(const Tensor& self, const std::vector<Tensor>& outs, int64_t di
 Tensor matrix_product(const char* op, const Tensor& a, const Tensor& b, const Tensor& input, const Scalar& beta,
                       const Scalar& alpha, Forward forward);
 
+// where and cat (functions_where_cat.cpp).
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Forward forward);
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim, Forward forward);
+
 // Copies (functions_view.cpp): clone, dtype conversion, copy_ and fill_.
 Tensor clone(const Tensor& self, Forward forward);
 Tensor to_dtype(const Tensor& self, Forward forward);

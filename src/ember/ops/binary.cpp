@@ -266,6 +266,7 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   EMBER_CHECK(cond.defined() && a.defined() && b.defined(), "[where] called with an undefined tensor");
   EMBER_CHECK(cond.dtype() == kBool, "[where] expected condition to be a bool tensor, but got a tensor of dtype ",
               cond.dtype(), "; compare it first, e.g. cond != 0");
+  if (autograd::needs_grad(a, b)) return autograd::fn::where(cond, a, b, [&] { return where(cond, a, b); });
   const DType dt = result_type(a, b);
   DimVector shape = broadcast_shapes(broadcast_shapes(cond.sizes(), a.sizes()), b.sizes());
   Tensor out = empty(shape, TensorOptions(dt));

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "ember/autograd/functions.h"
+#include "ember/autograd/record.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
 #include "ember/core/parallel.h"
@@ -60,6 +62,9 @@ void check_list(const std::vector<Tensor>& tensors, const char* op) {
 // cat without the OpScope, so stack/hstack/vstack report under their own names.
 Tensor cat_impl(const std::vector<Tensor>& tensors, int64_t dim, const char* op) {
   check_list(tensors, op);
+  if (autograd::needs_grad_list(tensors)) {
+    return autograd::fn::cat(tensors, dim, [&] { return cat_impl(tensors, dim, op); });
+  }
   for (size_t i = 0; i < tensors.size(); ++i) {
     EMBER_CHECK(tensors[i].dim() > 0, "[", op, "] zero-dimensional tensor (at position ", i,
                 ") cannot be concatenated; unsqueeze it or use stack()");

@@ -1,0 +1,69 @@
+// Backward of where and cat.
+
+#include "ember/autograd/fn_node.h"
+#include "ember/autograd/functions.h"
+#include "ember/ops/creation.h"
+#include "ember/ops/pointwise.h"
+
+namespace ember::autograd::fn {
+
+namespace {
+
+// Saved: 0 = cond. The gradient goes to a where cond holds, to b elsewhere.
+variable_list where_formula(FnNode& n, const variable_list& grads) {
+  const Tensor& g = grads[0];
+  const Tensor cond = n.saved(0);
+  Tensor da, db;
+  if (n.should_compute_output(0)) da = ember::where(cond, g, zeros_like(g));
+  if (n.should_compute_output(1)) db = ember::where(cond, zeros_like(g), g);
+  return {da, db};
+}
+
+// i0 = dim; ints = each input's size along dim (-1 for the legacy empty 1-D inputs cat
+// skips).
+variable_list cat_formula(FnNode& n, const variable_list& grads) {
+  const Tensor& g = grads[0];
+  variable_list out;
+  int64_t offset = 0;
+  for (size_t i = 0; i < n.ints.size(); ++i) {
+    const int64_t size = n.ints[i];
+    if (size < 0 || !n.should_compute_output(i)) {
+      out.emplace_back();
+    } else {
+      out.push_back(g.narrow(n.i0, offset, size));
+    }
+    if (size > 0) offset += size;
+  }
+  return out;
+}
+
+}  // namespace
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Forward forward) {
+  Tensor out;
+  {
+    AutoGradMode off(false);
+    out = forward();
+  }
+  if (!is_floating_point(out.dtype())) return out;
+  auto node = make_node("WhereBackward0", where_formula, {&a, &b});
+  node->save(cond);
+  set_history(out, node);
+  return out;
+}
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim, Forward forward) {
+  Tensor out;
+  {
+    AutoGradMode off(false);
+    out = forward();
+  }
+  if (!is_floating_point(out.dtype())) return out;
+  auto node = make_node("CatBackward0", cat_formula, tensors);
+  node->i0 = dim < 0 ? dim + out.dim() : dim;
+  for (const Tensor& t : tensors) node->ints.push_back(t.dim() == 1 && t.numel() == 0 ? -1 : t.size(node->i0));
+  set_history(out, node);
+  return out;
+}
+
+}  // namespace ember::autograd::fn
