@@ -24,6 +24,13 @@ void binary_(uint8_t op, const char* name, const Tensor& self, const Tensor& oth
 // Reductions (functions_reduce.cpp).
 Tensor sum(const Tensor& t, IntArrayRef dims, bool keepdim, Forward forward);
 Tensor mean(const Tensor& t, IntArrayRef dims, bool keepdim, Forward forward);
+// The other differentiable reductions and scans; `param` is p for Norm, the correction
+// for Var/Std. Dim-wise kinds (scans, softmax, MaxDim) take dims = {dim}.
+enum class Reduce : uint8_t { Amax, Amin, Max, Min, Var, Std, Norm, Logsumexp, Prod, Cumsum, Cumprod, Softmax,
+                              LogSoftmax };
+Tensor reduction(Reduce kind, const Tensor& t, IntArrayRef dims, bool keepdim, double param, Forward forward);
+// max(dim)/min(dim): the values get the gradient at the returned indices.
+void max_dim(bool is_max, const Tensor& t, int64_t dim, bool keepdim, const Tensor& values, const Tensor& indices);
 
 // Views (functions_view.cpp): `out` is a view of `self` made with grad mode on; these
 // record its backward node. Called only when autograd::needs_grad(self).

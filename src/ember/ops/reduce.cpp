@@ -145,11 +145,18 @@ Tensor Tensor::mean(IntArrayRef dims, bool keepdim, std::optional<DType> dtype) 
 
 Tensor Tensor::prod(std::optional<DType> dtype) const {
   OpScope scope("prod");
+  if (autograd::needs_grad(*this)) {
+    return autograd::fn::reduction(autograd::fn::Reduce::Prod, *this, {}, false, 0, [&] { return prod(dtype); });
+  }
   Tensor in = dtype && *dtype != this->dtype() ? to(*dtype) : *this;
   return reduce_simple("prod", ReduceOp::Prod, *this, {}, false, sum_dtype(this->dtype(), dtype), &in);
 }
 Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<DType> dtype) const {
   OpScope scope("prod");
+  if (autograd::needs_grad(*this)) {
+    return autograd::fn::reduction(autograd::fn::Reduce::Prod, *this, dim, keepdim, 0,
+                                   [&] { return prod(dim, keepdim, dtype); });
+  }
   Tensor in = dtype && *dtype != this->dtype() ? to(*dtype) : *this;
   return reduce_simple("prod", ReduceOp::Prod, *this, dim, keepdim, sum_dtype(this->dtype(), dtype), &in);
 }
@@ -158,12 +165,18 @@ Tensor amax(const Tensor& t, IntArrayRef dims, bool keepdim) {
   OpScope scope("amax");
   EMBER_CHECK(t.defined(), "[amax] called on an undefined tensor");
   check_nonempty("amax", t, dims);
+  if (autograd::needs_grad(t)) {
+    return autograd::fn::reduction(autograd::fn::Reduce::Amax, t, dims, keepdim, 0, [&] { return amax(t, dims, keepdim); });
+  }
   return reduce_simple("amax", ReduceOp::Max, t, dims, keepdim, t.dtype());
 }
 Tensor amin(const Tensor& t, IntArrayRef dims, bool keepdim) {
   OpScope scope("amin");
   EMBER_CHECK(t.defined(), "[amin] called on an undefined tensor");
   check_nonempty("amin", t, dims);
+  if (autograd::needs_grad(t)) {
+    return autograd::fn::reduction(autograd::fn::Reduce::Amin, t, dims, keepdim, 0, [&] { return amin(t, dims, keepdim); });
+  }
   return reduce_simple("amin", ReduceOp::Min, t, dims, keepdim, t.dtype());
 }
 Tensor Tensor::amax(IntArrayRef dims, bool keepdim) const { return ember::amax(*this, dims, keepdim); }
@@ -171,11 +184,17 @@ Tensor Tensor::amin(IntArrayRef dims, bool keepdim) const { return ember::amin(*
 Tensor Tensor::max() const {
   OpScope scope("max");
   check_nonempty("max", *this, {});
+  if (autograd::needs_grad(*this)) {
+    return autograd::fn::reduction(autograd::fn::Reduce::Max, *this, {}, false, 0, [&] { return ember::amax(*this); });
+  }
   return ember::amax(*this);
 }
 Tensor Tensor::min() const {
   OpScope scope("min");
   check_nonempty("min", *this, {});
+  if (autograd::needs_grad(*this)) {
+    return autograd::fn::reduction(autograd::fn::Reduce::Min, *this, {}, false, 0, [&] { return ember::amin(*this); });
+  }
   return ember::amin(*this);
 }
 
@@ -196,10 +215,14 @@ std::tuple<Tensor, Tensor> arg_reduce(const char* name, bool is_max, const Tenso
 }  // namespace
 
 std::tuple<Tensor, Tensor> Tensor::max(int64_t dim, bool keepdim) const {
-  return arg_reduce("max", true, *this, dim, keepdim, true);
+  auto r = arg_reduce("max", true, *this, dim, keepdim, true);
+  if (autograd::needs_grad(*this)) autograd::fn::max_dim(true, *this, dim, keepdim, std::get<0>(r), std::get<1>(r));
+  return r;
 }
 std::tuple<Tensor, Tensor> Tensor::min(int64_t dim, bool keepdim) const {
-  return arg_reduce("min", false, *this, dim, keepdim, true);
+  auto r = arg_reduce("min", false, *this, dim, keepdim, true);
+  if (autograd::needs_grad(*this)) autograd::fn::max_dim(false, *this, dim, keepdim, std::get<0>(r), std::get<1>(r));
+  return r;
 }
 Tensor Tensor::argmax(std::optional<int64_t> dim, bool keepdim) const {
   if (dim) return std::get<1>(arg_reduce("argmax", true, *this, *dim, keepdim, false));
@@ -229,9 +252,17 @@ std::tuple<Tensor, Tensor> var_mean_impl(const char* name, const Tensor& t, IntA
 }  // namespace
 
 Tensor var(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim) {
+  if (autograd::needs_grad(t)) {
+    return autograd::fn::reduction(autograd::fn::Reduce::Var, t, dims, keepdim, static_cast<double>(correction),
+                                   [&] { return var(t, dims, correction, keepdim); });
+  }
   return std::get<0>(var_mean_impl("var", t, dims, correction, keepdim, true, false));
 }
 Tensor std(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim) {
+  if (autograd::needs_grad(t)) {
+    return autograd::fn::reduction(autograd::fn::Reduce::Std, t, dims, keepdim, static_cast<double>(correction),
+                                   [&] { return std(t, dims, correction, keepdim); });
+  }
   return std::get<0>(var_mean_impl("std", t, dims, correction, keepdim, true, false)).sqrt_();
 }
 Tensor Tensor::var(IntArrayRef dims, int64_t correction, bool keepdim) const {
@@ -241,9 +272,11 @@ Tensor Tensor::std(IntArrayRef dims, int64_t correction, bool keepdim) const {
   return ember::std(*this, dims, correction, keepdim);
 }
 std::tuple<Tensor, Tensor> Tensor::var_mean(IntArrayRef dims, int64_t correction, bool keepdim) const {
+  if (autograd::needs_grad(*this)) return {var(dims, correction, keepdim), mean(dims, keepdim)};
   return var_mean_impl("var_mean", *this, dims, correction, keepdim, true, true);
 }
 std::tuple<Tensor, Tensor> Tensor::std_mean(IntArrayRef dims, int64_t correction, bool keepdim) const {
+  if (autograd::needs_grad(*this)) return {std(dims, correction, keepdim), mean(dims, keepdim)};
   auto [v, m] = var_mean_impl("std_mean", *this, dims, correction, keepdim, true, true);
   return {v.sqrt_(), m};
 }
@@ -260,6 +293,9 @@ Tensor norm(const Tensor& t, const Scalar& p, IntArrayRef dims, bool keepdim) {
   else if (std::isinf(pv)) op = pv > 0 ? ReduceOp::NormInf : ReduceOp::NormNegInf;
   else op = ReduceOp::NormP;
   if (op == ReduceOp::NormInf || op == ReduceOp::NormNegInf) check_nonempty("norm", t, dims);
+  if (autograd::needs_grad(t)) {
+    return autograd::fn::reduction(autograd::fn::Reduce::Norm, t, dims, keepdim, pv, [&] { return norm(t, p, dims, keepdim); });
+  }
   return reduce_simple("norm", op, t, dims, keepdim, t.dtype(), nullptr, pv);
 }
 Tensor Tensor::norm(const Scalar& p, IntArrayRef dims, bool keepdim) const {
@@ -269,6 +305,10 @@ Tensor Tensor::norm(const Scalar& p, IntArrayRef dims, bool keepdim) const {
 Tensor logsumexp(const Tensor& t, IntArrayRef dims, bool keepdim) {
   OpScope scope("logsumexp");
   EMBER_CHECK(t.defined(), "[logsumexp] called on an undefined tensor");
+  if (autograd::needs_grad(t)) {
+    return autograd::fn::reduction(autograd::fn::Reduce::Logsumexp, t, dims, keepdim, 0,
+                                   [&] { return logsumexp(t, dims, keepdim); });
+  }
   const DType dt = t.is_floating_point() ? t.dtype() : get_default_dtype();
   Tensor in = t.to(dt);
   Plan p = make_plan(in, dims, keepdim, "logsumexp");
@@ -303,6 +343,10 @@ Tensor scan(const char* name, bool is_prod, const Tensor& t, int64_t dim, std::o
   EMBER_CHECK(t.defined(), "[", name, "] called on an undefined tensor");
   const DType od = sum_dtype(t.dtype(), dtype);
   const int64_t d = wrap_dim(dim, t.dim(), name);
+  if (autograd::needs_grad(t)) {
+    return autograd::fn::reduction(is_prod ? autograd::fn::Reduce::Cumprod : autograd::fn::Reduce::Cumsum, t, d, true,
+                                   0, [&] { return scan(name, is_prod, t, dim, dtype); });
+  }
   if (t.dim() == 0) return t.to(od, true);
   Plan p = make_plan(t, d, true, name);
   Tensor out = empty(p.input.sizes(), TensorOptions(od));
@@ -316,6 +360,10 @@ Tensor softmax_impl(const char* name, bool log, const Tensor& t, int64_t dim, st
   EMBER_CHECK(is_floating_point(dt), "[", name, "] expected a floating-point tensor, got ", dt,
               "; pass dtype=ember::kFloat32 to convert");
   const int64_t d = wrap_dim(dim, t.dim(), name);
+  if (autograd::needs_grad(t)) {
+    return autograd::fn::reduction(log ? autograd::fn::Reduce::LogSoftmax : autograd::fn::Reduce::Softmax, t, d, true,
+                                   0, [&] { return softmax_impl(name, log, t, dim, dtype); });
+  }
   Tensor in = dt != t.dtype() ? t.to(dt) : t;
   if (in.dim() == 0) in = in.reshape({1});
   Plan p = make_plan(in, d, true, name);
