@@ -4,6 +4,8 @@
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -150,6 +152,37 @@ TEST(PointwiseGrad, NodeNames) {
   EXPECT_EQ(c.grad_fn()->name(), "MulBackward0");
   // Comparisons are not differentiable.
   EXPECT_FALSE((a > b).requires_grad());
+}
+
+}  // namespace
+}  // namespace ember
+
+namespace ember {
+namespace {
+
+TEST(PointwiseGrad, ClampLerpNanToNum) {
+  using testing::check_grads;
+  using V = std::vector<Tensor>;
+  Tensor x = randn({3, 4}, TensorOptions(kFloat64));
+  x = x + x.sign() * 0.05;  // away from the bounds' kinks at +-0.05... and 0
+  EXPECT_EQ(check_grads([](const V& v) { return v[0].clamp(-0.5, 0.6); }, {x}), "");
+  EXPECT_EQ(check_grads([](const V& v) { return v[0].clamp_min(0.3); }, {x.t()}), "");
+  EXPECT_EQ(check_grads([](const V& v) { Tensor y = v[0] * 2; y.clamp_(-0.4, 0.7); return y; }, {x}), "");
+  Tensor lo = full({4}, -0.3, kFloat64), hi = full({3, 1}, 0.4, kFloat64);
+  EXPECT_EQ(check_grads([](const V& v) { return v[0].clamp(v[1], v[2]); }, {x, lo, hi}), "");
+  EXPECT_EQ(check_grads([](const V& v) { return v[0].lerp(v[1], v[2]); },
+                        {x, randn({4}, TensorOptions(kFloat64)), rand({3, 4}, TensorOptions(kFloat64))}),
+            "");
+  EXPECT_EQ(check_grads([](const V& v) { return v[0].lerp(v[1], 0.3); }, {x, randn({3, 4}, TensorOptions(kFloat64))}),
+            "");
+  // The gradient passes inside the bounds, bounds included (as PyTorch).
+  Tensor b = tensor({-1.0, 0.0, 0.5, 1.0, 2.0}, kFloat64).requires_grad_();
+  b.clamp(0.0, 1.0).sum().backward();
+  EXPECT_EQ(b.grad().to_vector<double>(), (std::vector<double>{0, 1, 1, 1, 0}));
+  EXPECT_EQ(b.clamp(0.0, 1.0).grad_fn()->name(), "ClampBackward1");
+  Tensor n = tensor({1.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}, kFloat64).requires_grad_();
+  (n * 1).nan_to_num().sum().backward();
+  EXPECT_EQ(n.grad().to_vector<double>(), (std::vector<double>{1, 0, 0}));
 }
 
 }  // namespace

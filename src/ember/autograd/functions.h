@@ -57,6 +57,10 @@ Tensor matrix_product(const char* op, const Tensor& a, const Tensor& b, const Te
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Forward forward);
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim, Forward forward);
 
+// An op whose gradient is the incoming one where `mask` holds and zero elsewhere
+// (clamp with scalar bounds, nan_to_num); mask has self's shape.
+Tensor masked_grad(const char* name, const Tensor& self, const Tensor& mask, Forward forward);
+
 // Copies (functions_view.cpp): clone, dtype conversion, copy_ and fill_.
 Tensor clone(const Tensor& self, Forward forward);
 Tensor to_dtype(const Tensor& self, Forward forward);

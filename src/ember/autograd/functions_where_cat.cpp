@@ -37,7 +37,25 @@ variable_list cat_formula(FnNode& n, const variable_list& grads) {
   return out;
 }
 
+// Saved: 0 = mask.
+variable_list masked_formula(FnNode& n, const variable_list& grads) {
+  return {ember::where(n.saved(0), grads[0], zeros_like(grads[0]))};
+}
+
 }  // namespace
+
+Tensor masked_grad(const char* name, const Tensor& self, const Tensor& mask, Forward forward) {
+  Tensor out;
+  {
+    AutoGradMode off(false);
+    out = forward();
+  }
+  if (!is_floating_point(out.dtype())) return out;
+  auto node = make_node(name, masked_formula, {&self});
+  node->save(mask);
+  set_history(out, node);
+  return out;
+}
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b, Forward forward) {
   Tensor out;

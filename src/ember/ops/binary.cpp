@@ -292,6 +292,7 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
   EMBER_CHECK(start.dtype() == end.dtype() && start.dtype() == weight.dtype(),
               "[lerp] expected start, end and weight of the same dtype, got ", start.dtype(), ", ",
               end.dtype(), " and ", weight.dtype());
+  if (autograd::needs_grad(start, end, weight)) return start + weight * (end - start);  // differentiable form
   DimVector shape = broadcast_shapes(broadcast_shapes(start.sizes(), end.sizes()), weight.sizes());
   Tensor out = empty(shape, TensorOptions(start.dtype()));
   kernels::cpu::lerp(out, start, end, weight);

@@ -185,6 +185,17 @@ Tensor clamp(const Tensor& t, std::optional<Scalar> min, std::optional<Scalar> m
   EMBER_CHECK(t.defined(), "[clamp] called on an undefined tensor");
   EMBER_CHECK(min || max, "[clamp] at least one of 'min' or 'max' must not be None");
   const DType dt = clamp_dtype(t, min, max);
+  if (autograd::needs_grad(t)) {
+    Tensor mask;
+    {
+      NoGradGuard no_grad;
+      // The gradient passes where min <= x <= max (the bounds included, as PyTorch).
+      mask = ones(t.sizes(), TensorOptions(kBool));
+      if (min) mask = mask.logical_and(t >= *min);
+      if (max) mask = mask.logical_and(t <= *max);
+    }
+    return autograd::fn::masked_grad("ClampBackward1", t, mask, [&] { return clamp(t, min, max); });
+  }
   Tensor in = t.to(dt);
   Tensor out = empty(t.sizes(), TensorOptions(dt));
   kernels::cpu::clamp(out, in, min ? &*min : nullptr, max ? &*max : nullptr);
@@ -203,6 +214,9 @@ Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
   const DType dt = clamp_dtype(*this, min, max);
   EMBER_CHECK(can_cast(dt, dtype()), "[clamp_] result type ", dt,
               " can't be cast to the desired output type ", dtype());
+  // Recording a graph: the out-of-place clamp copied back (CopyBackwards routes the
+  // gradient through clamp's).
+  if (autograd::needs_grad(*this)) return copy_(ember::clamp(*this, min, max));
   check_no_internal_overlap(*this, "clamp_");
   kernels::cpu::clamp(*this, *this, min ? &*min : nullptr, max ? &*max : nullptr);
   bump_version();
@@ -215,6 +229,14 @@ Tensor clamp(const Tensor& t, const Tensor& min, const Tensor& max) {
   OpScope scope("clamp");
   EMBER_CHECK(t.defined(), "[clamp] called on an undefined tensor");
   EMBER_CHECK(min.defined() || max.defined(), "[clamp] at least one of 'min' or 'max' must be defined");
+  if (autograd::needs_grad(t, min, max)) {
+    // Composed from where(): x gets the gradient inside the bounds, each bound where it
+    // is the result (max wins when min > max, as in the forward).
+    Tensor r = t;
+    if (min.defined()) r = ember::where(r < min, min, r);
+    if (max.defined()) r = ember::where(r > max, max, r);
+    return r;
+  }
   ResultTypeState s;
   s.update(t);
   DimVector shape(t.sizes());
@@ -254,6 +276,14 @@ Tensor nan_to_num(const Tensor& t, std::optional<double> nan, std::optional<doub
                   std::optional<double> neginf) {
   OpScope scope("nan_to_num");
   EMBER_CHECK(t.defined(), "[nan_to_num] called on an undefined tensor");
+  if (autograd::needs_grad(t)) {
+    Tensor finite;
+    {
+      NoGradGuard no_grad;
+      finite = ember::isfinite(t);
+    }
+    return autograd::fn::masked_grad("NanToNumBackward0", t, finite, [&] { return nan_to_num(t, nan, posinf, neginf); });
+  }
   nan_to_num_defaults(t.dtype(), posinf, neginf);
   Tensor out = empty(t.sizes(), TensorOptions(t.dtype()));
   kernels::cpu::nan_to_num(out, t, nan.value_or(0.0), *posinf, *neginf);
@@ -267,6 +297,7 @@ Tensor& Tensor::nan_to_num_(std::optional<double> nan, std::optional<double> pos
                             std::optional<double> neginf) {
   OpScope scope("nan_to_num_");
   EMBER_CHECK(defined(), "[nan_to_num_] called on an undefined tensor");
+  if (autograd::needs_grad(*this)) return copy_(ember::nan_to_num(*this, nan, posinf, neginf));
   check_no_internal_overlap(*this, "nan_to_num_");
   nan_to_num_defaults(dtype(), posinf, neginf);
   kernels::cpu::nan_to_num(*this, *this, nan.value_or(0.0), *posinf, *neginf);
