@@ -61,6 +61,14 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim, Forward forward);
 // (clamp with scalar bounds, nan_to_num); mask has self's shape.
 Tensor masked_grad(const char* name, const Tensor& self, const Tensor& mask, Forward forward);
 
+// Ops that gather whole slices by a separate index map per dim (flip, roll, repeat,
+// repeat_interleave, reflect/replicate padding): out[i0, i1, ...] = in[idx0[i0], ...].
+// idx[d] empty means the identity. `name` must be a string literal.
+void gather_maps(const char* name, const Tensor& in, const Tensor& out, std::vector<DimVector> idx);
+// tril/triu (diagonal in i0, lower in b0) and constant padding (pads in ints).
+void tri(bool lower, int64_t diagonal, const Tensor& in, const Tensor& out);
+void constant_pad(const Tensor& in, const Tensor& out, IntArrayRef pad);
+
 // Copies (functions_view.cpp): clone, dtype conversion, copy_ and fill_.
 Tensor clone(const Tensor& self, Forward forward);
 Tensor to_dtype(const Tensor& self, Forward forward);

@@ -3,6 +3,8 @@
 #include "ember/autograd/fn_node.h"
 #include "ember/autograd/functions.h"
 #include "ember/ops/creation.h"
+#include "ember/ops/index.h"
+#include "ember/ops/join.h"
 #include "ember/ops/pointwise.h"
 
 namespace ember::autograd::fn {
@@ -42,7 +44,58 @@ variable_list masked_formula(FnNode& n, const variable_list& grads) {
   return {ember::where(n.saved(0), grads[0], zeros_like(grads[0]))};
 }
 
+// lists = per-dim index maps (empty: identity). Every output slice adds its gradient
+// to the input slice it came from.
+variable_list gather_maps_formula(FnNode& n, const variable_list& grads) {
+  Tensor g = grads[0];
+  const DimVector& in_sizes = n.in(0).sizes;
+  for (size_t d = 0; d < n.lists.size(); ++d) {
+    if (n.lists[d].empty()) continue;
+    const DimVector& map = n.lists[d];
+    Tensor idx = tensor(std::vector<int64_t>(map.begin(), map.end()), TensorOptions(kInt64));
+    DimVector shape(g.sizes());
+    shape[d] = in_sizes[d];
+    g = zeros(shape, TensorOptions(g.dtype())).index_add(static_cast<int64_t>(d), idx, g);
+  }
+  return {g};
+}
+
+// i0 = diagonal, b0 = lower.
+variable_list tri_formula(FnNode& n, const variable_list& grads) {
+  return {n.b0 ? grads[0].tril(n.i0) : grads[0].triu(n.i0)};
+}
+
+// ints = the pads; the gradient is the output gradient padded by the negated amounts
+// (cropping what was added, zero-filling what was cropped).
+variable_list constant_pad_formula(FnNode& n, const variable_list& grads) {
+  DimVector neg;
+  for (int64_t p : n.ints) neg.push_back(-p);
+  return {ember::pad(grads[0], neg, "constant", 0.0)};
+}
+
 }  // namespace
+
+void gather_maps(const char* name, const Tensor& in, const Tensor& out, std::vector<DimVector> idx) {
+  if (!is_floating_point(out.dtype())) return;
+  auto node = make_node(name, gather_maps_formula, {&in});
+  node->lists = std::move(idx);
+  set_history(out, node);
+}
+
+void tri(bool lower, int64_t diagonal, const Tensor& in, const Tensor& out) {
+  if (!is_floating_point(out.dtype())) return;
+  auto node = make_node(lower ? "TrilBackward0" : "TriuBackward0", tri_formula, {&in});
+  node->i0 = diagonal;
+  node->b0 = lower;
+  set_history(out, node);
+}
+
+void constant_pad(const Tensor& in, const Tensor& out, IntArrayRef pad) {
+  if (!is_floating_point(out.dtype())) return;
+  auto node = make_node("ConstantPadNdBackward0", constant_pad_formula, {&in});
+  node->ints = DimVector(pad);
+  set_history(out, node);
+}
 
 Tensor masked_grad(const char* name, const Tensor& self, const Tensor& mask, Forward forward) {
   Tensor out;

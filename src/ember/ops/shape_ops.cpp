@@ -15,6 +15,8 @@
 #include <limits>
 #include <string>
 
+#include "ember/autograd/functions.h"
+#include "ember/autograd/record.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
 #include "ember/core/parallel.h"
@@ -224,13 +226,39 @@ void gather_separable(const Tensor& out, const Tensor& in, const IndexMaps& maps
   });
 }
 
+// Autograd: the full per-dim index lists of maps (empty for identity dims).
+std::vector<DimVector> expand_maps(const IndexMaps& maps, IntArrayRef in_sizes) {
+  std::vector<DimVector> out(maps.size());
+  for (size_t d = 0; d < maps.size(); ++d) {
+    DimVector idx;
+    for (const Stretch& st : maps[d].stretches()) {
+      for (int64_t j = 0; j < st.len; ++j) idx.push_back(st.first + j * st.step);
+    }
+    bool identity = static_cast<int64_t>(idx.size()) == in_sizes[d];
+    for (size_t i = 0; identity && i < idx.size(); ++i) identity = idx[i] == static_cast<int64_t>(i);
+    if (!identity) out[d] = std::move(idx);
+  }
+  return out;
+}
+
+// The node name of the op currently gathering (set by the op before gather_new).
+thread_local const char* g_gather_name = "GatherBackward";
+
 Tensor gather_new(const Tensor& in, const IndexMaps& maps) {
   DimVector sizes;
   for (const DimMap& m : maps) sizes.push_back(m.size());
   Tensor out = empty(sizes, TensorOptions(in.dtype()));
   gather_separable(out, in, maps);
+  if (autograd::needs_grad(in)) autograd::fn::gather_maps(g_gather_name, in, out, expand_maps(maps, in.sizes()));
   return out;
 }
+
+// Sets the node name gather_new records for the current op.
+struct GatherName {
+  explicit GatherName(const char* name) : prev(g_gather_name) { g_gather_name = name; }
+  ~GatherName() { g_gather_name = prev; }
+  const char* prev;
+};
 
 Tensor repeat_impl(const Tensor& t, IntArrayRef repeats, const char* op) {
   check_defined(t, op);
@@ -274,6 +302,7 @@ Tensor repeat_impl(const Tensor& t, IntArrayRef repeats, const char* op) {
     }
   }
   gather_separable(out, x, maps);
+  if (autograd::needs_grad(x)) autograd::fn::gather_maps("RepeatBackward0", x, out, expand_maps(maps, x.sizes()));
   return out;
 }
 
@@ -422,6 +451,7 @@ Tensor constant_pad(const Tensor& t, IntArrayRef pad, double value) {
     inner = inner.narrow(i, pl > 0 ? pl : 0, src.sizes()[i]);
   }
   kernels::cpu::copy(inner, src);
+  if (autograd::needs_grad(t)) autograd::fn::constant_pad(t, out, pad);
   return out;
 }
 
@@ -522,6 +552,7 @@ Tensor roll_along_dims(const Tensor& t, IntArrayRef shifts, IntArrayRef dims) {
 
 Tensor flip(const Tensor& t, IntArrayRef dims) {
   OpScope scope("flip");
+  GatherName gather_name("FlipBackward0");
   check_defined(t, "flip");
   IndexMaps maps = identity_maps(t.sizes());
   std::vector<bool> seen(std::max<int64_t>(t.dim(), 1), false);
@@ -538,6 +569,7 @@ Tensor flip(const Tensor& t, IntArrayRef dims) {
 
 Tensor roll(const Tensor& t, IntArrayRef shifts, IntArrayRef dims) {
   OpScope scope("roll");
+  GatherName gather_name("RollBackward0");
   check_defined(t, "roll");
   EMBER_CHECK(!shifts.empty(), "[roll] `shifts` required");
   if (dims.empty() && shifts.size() == 1) {
@@ -564,17 +596,22 @@ Tensor repeat_interleave(const Tensor& t, int64_t repeats, std::optional<int64_t
   check_defined(t, "repeat_interleave");
   EMBER_CHECK(repeats >= 0, "[repeat_interleave] repeats can not be negative, got ", repeats);
   auto [in, d] = interleave_input(t, dim);
+  GatherName gather_name("IndexSelectBackward0");
   return repeat_counts(in, d, std::vector<int64_t>(in.sizes()[d], repeats));
 }
 
 Tensor tril(const Tensor& t, int64_t diagonal) {
   OpScope scope("tril");
-  return tri_impl(t, diagonal, true, "tril");
+  Tensor out = tri_impl(t, diagonal, true, "tril");
+  if (autograd::needs_grad(t)) autograd::fn::tri(true, diagonal, t, out);
+  return out;
 }
 
 Tensor triu(const Tensor& t, int64_t diagonal) {
   OpScope scope("triu");
-  return tri_impl(t, diagonal, false, "triu");
+  Tensor out = tri_impl(t, diagonal, false, "triu");
+  if (autograd::needs_grad(t)) autograd::fn::tri(false, diagonal, t, out);
+  return out;
 }
 
 Tensor pad(const Tensor& t, IntArrayRef pad, std::string_view mode, double value) {
@@ -587,6 +624,11 @@ Tensor pad(const Tensor& t, IntArrayRef pad, std::string_view mode, double value
               "[pad] padding length too large: ", pad.size(), " values pad ", pad.size() / 2,
               " dims, but the input has only ", t.dim(), " (sizes ", t.sizes(), ")");
   if (m == PadMode::Constant) return constant_pad(t, pad, value);
+  static const char* const kNames[2][3] = {
+      {"ReflectionPad1DBackward0", "ReflectionPad2DBackward0", "ReflectionPad3DBackward0"},
+      {"ReplicationPad1DBackward0", "ReplicationPad2DBackward0", "ReplicationPad3DBackward0"}};
+  const size_t np = std::clamp<size_t>(pad.size() / 2, 1, 3);
+  GatherName gather_name(kNames[m == PadMode::Reflect ? 0 : 1][np - 1]);
   return index_pad(t, pad, m, value);
 }
 
@@ -666,6 +708,7 @@ Tensor Tensor::repeat_interleave(const Tensor& repeats, std::optional<int64_t> d
   for (int64_t c : counts) {
     EMBER_CHECK(c >= 0, "[repeat_interleave] repeats can not be negative, got ", c);
   }
+  GatherName gather_name("IndexSelectBackward0");
   return repeat_counts(in, d, counts);
 }
 
