@@ -36,7 +36,7 @@ TEST(AutogradEngine, GraphNamesAndLeaves) {
   EXPECT_FALSE(y.is_leaf());
   EXPECT_TRUE(y.requires_grad());
   ASSERT_NE(y.grad_fn(), nullptr);
-  EXPECT_EQ(y.grad_fn()->name(), "SumBackward1");
+  EXPECT_EQ(y.grad_fn()->name(), "SumBackward0");
   auto next = y.grad_fn()->next_functions();
   ASSERT_EQ(next.size(), 1u);
   EXPECT_EQ(next[0].first->name(), "MulBackward0");

@@ -144,7 +144,12 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
     // Steal the incoming tensor only when nothing else can see its memory (a user's
     // gradient, or another alias of the same storage, must not be written by later
     // accumulation); otherwise own a copy. Under create_graph keep its history.
-    const bool unique = g.use_count() == 1 && g.impl()->storage().use_count() == 1 && g.is_contiguous() &&
+    // A view whose base is referenced only by the view itself (e.g. the transpose of a
+    // temporary) shares the storage with nothing else either.
+    const IntrusivePtr<TensorImpl>& base = g.impl()->view_base_ptr();
+    const uint32_t storage_refs =
+        base && base.use_count() == 1 && base->storage().get() == g.impl()->storage().get() ? 2u : 1u;
+    const bool unique = g.use_count() == 1 && g.impl()->storage().use_count() == storage_refs && g.is_contiguous() &&
                         g.storage_offset() == 0;
     if (GradMode::is_enabled()) {
       meta.grad = unique ? g : g.clone();
