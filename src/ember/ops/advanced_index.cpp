@@ -23,6 +23,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "ember/autograd/functions_index.h"
+#include "ember/autograd/record.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
 #include "ember/core/parallel.h"
@@ -429,10 +431,9 @@ DimVector view_rest_strides(const IndexPlan& plan) {
 // ---------------------------------------------------------------------------------------
 // masked_fill / masked_select / masked_scatter
 
-Tensor masked_fill(const Tensor& t, const Tensor& mask, const Scalar& value) {
-  OpScope scope("masked_fill");
-  check_defined(t, "masked_fill", "self");
-  check_mask(mask, "masked_fill");
+namespace {
+
+Tensor masked_fill_copy(const Tensor& t, const Tensor& mask, const Scalar& value) {
   // Out of place, self broadcasts with the mask (PyTorch's rule).
   const DimVector shape = broadcast_shapes(t.sizes(), mask.sizes());
   Tensor out = t.expand(shape).clone();
@@ -440,25 +441,45 @@ Tensor masked_fill(const Tensor& t, const Tensor& mask, const Scalar& value) {
   return out;
 }
 
-Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
-  return ember::masked_fill(*this, mask, value);
+// value_tensor: the 0-d value tensor of the tensor form (its value is in `value`).
+Tensor masked_fill_op(const Tensor& t, const Tensor& mask, const Scalar& value,
+                      const Tensor& value_tensor) {
+  check_defined(t, "masked_fill", "self");
+  check_mask(mask, "masked_fill");
+  if (autograd::needs_grad(t, value_tensor)) {
+    return autograd::fn::masked_fill(t, mask, value_tensor,
+                                     [&] { return masked_fill_copy(t, mask, value); });
+  }
+  return masked_fill_copy(t, mask, value);
 }
 
-Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) {
-  OpScope scope("masked_fill_");
-  check_defined(*this, "masked_fill_", "self");
+void masked_fill_op_(Tensor& self, const Tensor& mask, const Scalar& value,
+                     const Tensor& value_tensor) {
+  check_defined(self, "masked_fill_", "self");
   check_mask(mask, "masked_fill_");
-  check_mask_broadcasts_to(mask, *this, "masked_fill_");
-  check_no_internal_overlap(*this, "masked_fill_");
-  masked_fill_into(*this, unaliased(mask, *this), value, "masked_fill_");
-  bump_version();
-  return *this;
+  check_mask_broadcasts_to(mask, self, "masked_fill_");
+  check_no_internal_overlap(self, "masked_fill_");
+  auto run = [&] {
+    masked_fill_into(self, unaliased(mask, self), value, "masked_fill_");
+    self.bump_version();
+  };
+  if (autograd::needs_grad(self, value_tensor)) {
+    autograd::fn::masked_fill_(self, mask, value_tensor, run);
+    return;
+  }
+  autograd::check_inplace_cheap(self, "masked_fill_");
+  run();
 }
 
-Tensor masked_select(const Tensor& t, const Tensor& mask) {
-  OpScope scope("masked_select");
-  check_defined(t, "masked_select", "self");
-  check_mask(mask, "masked_select");
+Scalar fill_value(const Tensor& value, const char* op) {
+  check_defined(value, op, "value");
+  EMBER_CHECK(value.dim() == 0, "[", op,
+              "] only supports a 0-dimensional value tensor, but got a tensor with ", value.dim(),
+              " dimension(s)");
+  return value.item();
+}
+
+Tensor masked_select_impl(const Tensor& t, const Tensor& mask) {
   const DimVector shape = broadcast_shapes(t.sizes(), mask.sizes());
   const Tensor src = t.expand(shape).contiguous();
   const Tensor m = mask.expand(shape).contiguous();
@@ -480,16 +501,64 @@ Tensor masked_select(const Tensor& t, const Tensor& mask) {
   return out;
 }
 
+Tensor masked_scatter_copy(const Tensor& t, const Tensor& mask, const Tensor& source) {
+  const DimVector shape = broadcast_shapes(t.sizes(), mask.sizes());
+  Tensor out = t.expand(shape).clone();
+  masked_scatter_into(out, mask, source, "masked_scatter");
+  return out;
+}
+
+}  // namespace
+
+Tensor masked_fill(const Tensor& t, const Tensor& mask, const Scalar& value) {
+  OpScope scope("masked_fill");
+  return masked_fill_op(t, mask, value, Tensor());
+}
+
+Tensor masked_fill(const Tensor& t, const Tensor& mask, const Tensor& value) {
+  OpScope scope("masked_fill");
+  const Scalar v = fill_value(value, "masked_fill");
+  return masked_fill_op(t, mask, v, value);
+}
+
+Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
+  return ember::masked_fill(*this, mask, value);
+}
+
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) {
+  OpScope scope("masked_fill_");
+  masked_fill_op_(*this, mask, value, Tensor());
+  return *this;
+}
+
+Tensor& masked_fill_(Tensor& t, const Tensor& mask, const Tensor& value) {
+  OpScope scope("masked_fill_");
+  const Scalar v = fill_value(value, "masked_fill_");
+  masked_fill_op_(t, mask, v, value);
+  return t;
+}
+
+Tensor masked_select(const Tensor& t, const Tensor& mask) {
+  OpScope scope("masked_select");
+  check_defined(t, "masked_select", "self");
+  check_mask(mask, "masked_select");
+  if (autograd::needs_grad(t)) {
+    return autograd::fn::masked_select(t, mask, [&] { return masked_select_impl(t, mask); });
+  }
+  return masked_select_impl(t, mask);
+}
+
 Tensor Tensor::masked_select(const Tensor& mask) const { return ember::masked_select(*this, mask); }
 
 Tensor Tensor::masked_scatter(const Tensor& mask, const Tensor& source) const {
   OpScope scope("masked_scatter");
   check_defined(*this, "masked_scatter", "self");
   check_mask(mask, "masked_scatter");
-  const DimVector shape = broadcast_shapes(sizes(), mask.sizes());
-  Tensor out = expand(shape).clone();
-  masked_scatter_into(out, mask, source, "masked_scatter");
-  return out;
+  if (autograd::needs_grad(*this, source)) {
+    return autograd::fn::masked_scatter(*this, mask, source,
+                                        [&] { return masked_scatter_copy(*this, mask, source); });
+  }
+  return masked_scatter_copy(*this, mask, source);
 }
 
 Tensor& Tensor::masked_scatter_(const Tensor& mask, const Tensor& source) {
@@ -498,8 +567,16 @@ Tensor& Tensor::masked_scatter_(const Tensor& mask, const Tensor& source) {
   check_mask(mask, "masked_scatter_");
   check_mask_broadcasts_to(mask, *this, "masked_scatter_");
   check_no_internal_overlap(*this, "masked_scatter_");
-  masked_scatter_into(*this, mask, source, "masked_scatter_");
-  bump_version();
+  auto run = [&] {
+    masked_scatter_into(*this, mask, source, "masked_scatter_");
+    bump_version();
+  };
+  if (autograd::needs_grad(*this, source)) {
+    autograd::fn::masked_scatter_(*this, mask, source, run);
+    return *this;
+  }
+  autograd::check_inplace_cheap(*this, "masked_scatter_");
+  run();
   return *this;
 }
 
@@ -509,6 +586,7 @@ Tensor& Tensor::masked_scatter_(const Tensor& mask, const Tensor& source) {
 Tensor nonzero(const Tensor& t) {
   OpScope scope("nonzero");
   check_defined(t, "nonzero", "self");
+  AutoGradMode no_grad(false);  // not differentiable: record nothing
   const Tensor c = t.contiguous();
   const int64_t n = c.numel();
   const int64_t nd = c.dim();
@@ -547,24 +625,27 @@ Tensor Tensor::nonzero() const { return ember::nonzero(*this); }
 // ---------------------------------------------------------------------------------------
 // index / index_put_
 
-Tensor Tensor::index(const std::vector<Tensor>& indices) const {
-  OpScope scope("index");
-  const IndexPlan plan = make_plan(*this, indices, "index");
-  Tensor out = empty(plan.result_shape, options());
+namespace {
+
+Tensor index_impl(const Tensor& self, const std::vector<Tensor>& indices) {
+  const IndexPlan plan = make_plan(self, indices, "index");
+  const DType dtype = self.dtype();
+  const size_t element_size = self.element_size();
+  Tensor out = empty(plan.result_shape, self.options());
   if (out.numel() == 0) return out;
   const DimVector rshape = rest_sizes(plan);
   const int64_t nb = static_cast<int64_t>(plan.offsets.size());
-  const int64_t es = static_cast<int64_t>(element_size());
+  const int64_t es = static_cast<int64_t>(element_size);
   // Each position of B writes one contiguous block of the trailing dims.
   int64_t trailing = 1;
   for (int64_t d = plan.first + plan.count; d < plan.view.dim(); ++d)
     trailing *= plan.view.sizes()[d];
   ElementwiseIter it(rshape);
-  it.add_raw(out.data_ptr(), dtype(), rest_strides(plan, out.strides()));
-  it.add_raw(plan.view.data_ptr(), dtype(), view_rest_strides(plan));
+  it.add_raw(out.data_ptr(), dtype, rest_strides(plan, out.strides()));
+  it.add_raw(plan.view.data_ptr(), dtype, view_rest_strides(plan));
   it.build();
   const int64_t* off = plan.offsets.data();
-  dispatch_by_size(element_size(), [&](auto tag) {
+  dispatch_by_size(element_size, [&](auto tag) {
     using E = typename decltype(tag)::type;
     for_each_slice(it, nb, true,
                    [&](char** data, const int64_t* st, int64_t m, int64_t b0, int64_t b1) {
@@ -577,6 +658,16 @@ Tensor Tensor::index(const std::vector<Tensor>& indices) const {
   return out;
 }
 
+}  // namespace
+
+Tensor Tensor::index(const std::vector<Tensor>& indices) const {
+  OpScope scope("index");
+  if (autograd::needs_grad(*this)) {
+    return autograd::fn::index(*this, indices, [&] { return index_impl(*this, indices); });
+  }
+  return index_impl(*this, indices);
+}
+
 Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& values,
                            bool accumulate) {
   OpScope scope("index_put_");
@@ -587,6 +678,12 @@ Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& val
               "] index put requires the source and destination dtypes match, got ", dtype(),
               " for the destination and ", values.dtype(), " for the source");
   check_no_internal_overlap(*this, op);
+  if (autograd::needs_grad(*this, values)) {
+    autograd::fn::index_put_(*this, indices, values, accumulate,
+                             [&] { index_put_(indices, values, accumulate); });
+    return *this;
+  }
+  autograd::check_inplace_cheap(*this, op);
   const IndexPlan plan = make_plan(*this, indices, op);
   const IntArrayRef rs = plan.result_shape;
   bool ok = values.dim() <= static_cast<int64_t>(rs.size());

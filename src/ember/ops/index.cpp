@@ -20,6 +20,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "ember/autograd/functions_index.h"
+#include "ember/autograd/record.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
 #include "ember/core/parallel.h"
@@ -504,8 +506,9 @@ void index_func_into(Tensor& self, int64_t dim, const Tensor& index, const Tenso
 // ---------------------------------------------------------------------------------------
 // index_select
 
-Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
-  OpScope scope("index_select");
+namespace {
+
+Tensor index_select_impl(const Tensor& t, int64_t dim, const Tensor& index) {
   constexpr const char* op = "index_select";
   check_defined(t, op, "self");
   dim = wrap_dim(dim, t.dim(), op);
@@ -547,6 +550,16 @@ Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
   return out;
 }
 
+}  // namespace
+
+Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
+  OpScope scope("index_select");
+  if (autograd::needs_grad(t)) {
+    return autograd::fn::index_select(t, dim, index, [&] { return index_select_impl(t, dim, index); });
+  }
+  return index_select_impl(t, dim, index);
+}
+
 Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
   return ember::index_select(*this, dim, index);
 }
@@ -556,6 +569,9 @@ Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
 
 Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
   OpScope scope("gather");
+  if (autograd::needs_grad(t)) {
+    return autograd::fn::gather(t, dim, index, [&] { return gather_impl(t, dim, index); });
+  }
   return gather_impl(t, dim, index);
 }
 
@@ -563,13 +579,125 @@ Tensor Tensor::gather(int64_t dim, const Tensor& index) const {
   return ember::gather(*this, dim, index);
 }
 
+namespace {
+
+using autograd::fn::IndexKind;
+using autograd::fn::ScatterKind;
+
+// Out of place: a copy of t written by scatter_into.
+Tensor scatter_copy(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src,
+                    const Scalar& value, Reduce reduce, bool include_self, const char* op) {
+  Tensor out = t.clone();
+  scatter_into(out, dim, index, src, value, reduce, include_self, op);
+  return out;
+}
+
+// The scatter family's out-of-place ops (src undefined: `value`).
+Tensor scatter_op(ScatterKind kind, const Tensor& t, int64_t dim, const Tensor& index,
+                  const Tensor& src, const Scalar& value, std::string_view reduce,
+                  bool include_self, const char* op) {
+  check_defined(t, op, "self");
+  if (kind != ScatterKind::Value) check_defined(src, op, "src");
+  const Reduce r = kind == ScatterKind::Reduce ? parse_reduce(reduce, op)
+                   : kind == ScatterKind::Add  ? Reduce::Sum
+                                               : Reduce::None;
+  if (autograd::needs_grad(t, src)) {
+    return autograd::fn::scatter(kind, t, dim, index, src, reduce, include_self, [&] {
+      return scatter_copy(t, dim, index, src, value, r, include_self, op);
+    });
+  }
+  return scatter_copy(t, dim, index, src, value, r, include_self, op);
+}
+
+// The scatter family's in-place ops.
+void scatter_op_(ScatterKind kind, Tensor& self, int64_t dim, const Tensor& index,
+                 const Tensor& src, const Scalar& value, std::string_view reduce,
+                 bool include_self, const char* op) {
+  check_defined(self, op, "self");
+  if (kind != ScatterKind::Value) check_defined(src, op, "src");
+  const Reduce r = kind == ScatterKind::Reduce ? parse_reduce(reduce, op)
+                   : kind == ScatterKind::Add  ? Reduce::Sum
+                                               : Reduce::None;
+  check_no_internal_overlap(self, op);
+  auto run = [&] {
+    scatter_into(self, dim, index, src, value, r, include_self, op);
+    self.bump_version();
+  };
+  if (autograd::needs_grad(self, src)) {
+    autograd::fn::scatter_(kind, op, self, dim, index, src, reduce, include_self, run);
+    return;
+  }
+  autograd::check_inplace_cheap(self, op);
+  run();
+}
+
+Tensor index_func_copy(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& source,
+                       const Scalar& value, IndexOp kind, const char* op) {
+  Tensor out = t.clone();
+  index_func_into(out, dim, index, source, value, kind, op);
+  return out;
+}
+
+IndexKind index_kind(IndexOp kind, bool tensor_value) {
+  switch (kind) {
+    case IndexOp::Add:
+      return IndexKind::Add;
+    case IndexOp::Copy:
+      return IndexKind::Copy;
+    case IndexOp::Fill:
+      break;
+  }
+  return tensor_value ? IndexKind::FillTensor : IndexKind::Fill;
+}
+
+// index_add / index_copy / index_fill out of place. `tensor_value` is the 0-d value
+// tensor of index_fill's tensor form (its value is already in `value`).
+Tensor index_func_op(IndexOp kind, const Tensor& t, int64_t dim, const Tensor& index,
+                     const Tensor& source, const Scalar& value, const Tensor& tensor_value,
+                     const char* op) {
+  check_defined(t, op, "self");
+  const Tensor& grad_input = kind == IndexOp::Fill ? tensor_value : source;
+  if (autograd::needs_grad(t, grad_input)) {
+    return autograd::fn::index_func(index_kind(kind, tensor_value.defined()), t, dim, index,
+                                    grad_input, value, [&] {
+                                      return index_func_copy(t, dim, index, source, value, kind, op);
+                                    });
+  }
+  return index_func_copy(t, dim, index, source, value, kind, op);
+}
+
+void index_func_op_(IndexOp kind, Tensor& self, int64_t dim, const Tensor& index,
+                    const Tensor& source, const Scalar& value, const Tensor& tensor_value,
+                    const char* op) {
+  check_defined(self, op, "self");
+  check_no_internal_overlap(self, op);
+  const Tensor& grad_input = kind == IndexOp::Fill ? tensor_value : source;
+  auto run = [&] {
+    index_func_into(self, dim, index, source, value, kind, op);
+    self.bump_version();
+  };
+  if (autograd::needs_grad(self, grad_input)) {
+    autograd::fn::index_func_(index_kind(kind, tensor_value.defined()), op, self, dim, index,
+                              grad_input, value, run);
+    return;
+  }
+  autograd::check_inplace_cheap(self, op);
+  run();
+}
+
+Scalar fill_value(const Tensor& value, const char* op) {
+  check_defined(value, op, "value");
+  EMBER_CHECK(value.dim() == 0, "[", op,
+              "] only supports a 0-dimensional value tensor, but got a tensor with ", value.dim(),
+              " dimension(s)");
+  return value.item();
+}
+
+}  // namespace
+
 Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
   OpScope scope("scatter");
-  check_defined(t, "scatter", "self");
-  check_defined(src, "scatter", "src");
-  Tensor out = t.clone();
-  scatter_into(out, dim, index, src, Scalar(), Reduce::None, true, "scatter");
-  return out;
+  return scatter_op(ScatterKind::Src, t, dim, index, src, Scalar(), "", true, "scatter");
 }
 
 Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src) const {
@@ -578,19 +706,12 @@ Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src) cons
 
 Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Scalar& value) const {
   OpScope scope("scatter");
-  check_defined(*this, "scatter", "self");
-  Tensor out = clone();
-  scatter_into(out, dim, index, Tensor(), value, Reduce::None, true, "scatter");
-  return out;
+  return scatter_op(ScatterKind::Value, *this, dim, index, Tensor(), value, "", true, "scatter");
 }
 
 Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
   OpScope scope("scatter_add");
-  check_defined(t, "scatter_add", "self");
-  check_defined(src, "scatter_add", "src");
-  Tensor out = t.clone();
-  scatter_into(out, dim, index, src, Scalar(), Reduce::Sum, true, "scatter_add");
-  return out;
+  return scatter_op(ScatterKind::Add, t, dim, index, src, Scalar(), "", true, "scatter_add");
 }
 
 Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const {
@@ -600,52 +721,33 @@ Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) 
 Tensor Tensor::scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src,
                               std::string_view reduce, bool include_self) const {
   OpScope scope("scatter_reduce");
-  check_defined(*this, "scatter_reduce", "self");
-  check_defined(src, "scatter_reduce", "src");
-  const Reduce r = parse_reduce(reduce, "scatter_reduce");
-  Tensor out = clone();
-  scatter_into(out, dim, index, src, Scalar(), r, include_self, "scatter_reduce");
-  return out;
+  return scatter_op(ScatterKind::Reduce, *this, dim, index, src, Scalar(), reduce, include_self,
+                    "scatter_reduce");
 }
 
 Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) {
   OpScope scope("scatter_");
-  check_defined(*this, "scatter_", "self");
-  check_defined(src, "scatter_", "src");
-  check_no_internal_overlap(*this, "scatter_");
-  scatter_into(*this, dim, index, src, Scalar(), Reduce::None, true, "scatter_");
-  bump_version();
+  scatter_op_(ScatterKind::Src, *this, dim, index, src, Scalar(), "", true, "scatter_");
   return *this;
 }
 
 Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Scalar& value) {
   OpScope scope("scatter_");
-  check_defined(*this, "scatter_", "self");
-  check_no_internal_overlap(*this, "scatter_");
-  scatter_into(*this, dim, index, Tensor(), value, Reduce::None, true, "scatter_");
-  bump_version();
+  scatter_op_(ScatterKind::Value, *this, dim, index, Tensor(), value, "", true, "scatter_");
   return *this;
 }
 
 Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) {
   OpScope scope("scatter_add_");
-  check_defined(*this, "scatter_add_", "self");
-  check_defined(src, "scatter_add_", "src");
-  check_no_internal_overlap(*this, "scatter_add_");
-  scatter_into(*this, dim, index, src, Scalar(), Reduce::Sum, true, "scatter_add_");
-  bump_version();
+  scatter_op_(ScatterKind::Add, *this, dim, index, src, Scalar(), "", true, "scatter_add_");
   return *this;
 }
 
 Tensor& Tensor::scatter_reduce_(int64_t dim, const Tensor& index, const Tensor& src,
                                 std::string_view reduce, bool include_self) {
   OpScope scope("scatter_reduce_");
-  check_defined(*this, "scatter_reduce_", "self");
-  check_defined(src, "scatter_reduce_", "src");
-  const Reduce r = parse_reduce(reduce, "scatter_reduce_");
-  check_no_internal_overlap(*this, "scatter_reduce_");
-  scatter_into(*this, dim, index, src, Scalar(), r, include_self, "scatter_reduce_");
-  bump_version();
+  scatter_op_(ScatterKind::Reduce, *this, dim, index, src, Scalar(), reduce, include_self,
+              "scatter_reduce_");
   return *this;
 }
 
@@ -655,59 +757,57 @@ Tensor& Tensor::scatter_reduce_(int64_t dim, const Tensor& index, const Tensor& 
 Tensor Tensor::index_add(int64_t dim, const Tensor& index, const Tensor& source,
                          const Scalar& alpha) const {
   OpScope scope("index_add");
-  check_defined(*this, "index_add", "self");
-  Tensor out = clone();
-  index_func_into(out, dim, index, source, alpha, IndexOp::Add, "index_add");
-  return out;
+  return index_func_op(IndexOp::Add, *this, dim, index, source, alpha, Tensor(), "index_add");
 }
 
 Tensor Tensor::index_copy(int64_t dim, const Tensor& index, const Tensor& source) const {
   OpScope scope("index_copy");
-  check_defined(*this, "index_copy", "self");
-  Tensor out = clone();
-  index_func_into(out, dim, index, source, Scalar(), IndexOp::Copy, "index_copy");
-  return out;
+  return index_func_op(IndexOp::Copy, *this, dim, index, source, Scalar(), Tensor(),
+                       "index_copy");
 }
 
 Tensor Tensor::index_fill(int64_t dim, const Tensor& index, const Scalar& value) const {
   OpScope scope("index_fill");
-  check_defined(*this, "index_fill", "self");
-  Tensor out = clone();
-  index_func_into(out, dim, index, Tensor(), value, IndexOp::Fill, "index_fill");
-  return out;
+  return index_func_op(IndexOp::Fill, *this, dim, index, Tensor(), value, Tensor(),
+                       "index_fill");
+}
+
+Tensor index_fill(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& value) {
+  OpScope scope("index_fill");
+  const Scalar v = fill_value(value, "index_fill");
+  return index_func_op(IndexOp::Fill, t, dim, index, Tensor(), v, value, "index_fill");
 }
 
 Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& source,
                            const Scalar& alpha) {
   OpScope scope("index_add_");
-  check_defined(*this, "index_add_", "self");
-  check_no_internal_overlap(*this, "index_add_");
-  index_func_into(*this, dim, index, source, alpha, IndexOp::Add, "index_add_");
-  bump_version();
+  index_func_op_(IndexOp::Add, *this, dim, index, source, alpha, Tensor(), "index_add_");
   return *this;
 }
 
 Tensor& Tensor::index_copy_(int64_t dim, const Tensor& index, const Tensor& source) {
   OpScope scope("index_copy_");
-  check_defined(*this, "index_copy_", "self");
-  check_no_internal_overlap(*this, "index_copy_");
-  index_func_into(*this, dim, index, source, Scalar(), IndexOp::Copy, "index_copy_");
-  bump_version();
+  index_func_op_(IndexOp::Copy, *this, dim, index, source, Scalar(), Tensor(), "index_copy_");
   return *this;
 }
 
 Tensor& Tensor::index_fill_(int64_t dim, const Tensor& index, const Scalar& value) {
   OpScope scope("index_fill_");
-  check_defined(*this, "index_fill_", "self");
-  check_no_internal_overlap(*this, "index_fill_");
-  index_func_into(*this, dim, index, Tensor(), value, IndexOp::Fill, "index_fill_");
-  bump_version();
+  index_func_op_(IndexOp::Fill, *this, dim, index, Tensor(), value, Tensor(), "index_fill_");
   return *this;
+}
+
+Tensor& index_fill_(Tensor& t, int64_t dim, const Tensor& index, const Tensor& value) {
+  OpScope scope("index_fill_");
+  const Scalar v = fill_value(value, "index_fill_");
+  index_func_op_(IndexOp::Fill, t, dim, index, Tensor(), v, value, "index_fill_");
+  return t;
 }
 
 Tensor bincount(const Tensor& t, const Tensor& weights, int64_t minlength) {
   OpScope scope("bincount");
   constexpr const char* op = "bincount";
+  AutoGradMode no_grad(false);  // not differentiable: record nothing
   check_defined(t, op, "self");
   EMBER_CHECK(minlength >= 0, "[", op, "] minlength should be >= 0, got ", minlength);
   EMBER_CHECK(t.dim() == 1 && is_integral(t.dtype(), false), "[", op,

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "ember/autograd/functions_index.h"
+#include "ember/autograd/record.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
 #include "ember/core/parallel.h"
@@ -159,18 +161,22 @@ std::tuple<Tensor, Tensor> sort_impl(const Tensor& t, int64_t dim, bool descendi
 // `stable` is accepted for PyTorch's signature: ember's sort is always stable.
 std::tuple<Tensor, Tensor> sort(const Tensor& t, int64_t dim, bool descending, bool /*stable*/) {
   OpScope scope("sort");
+  if (autograd::needs_grad(t) && is_floating_point(t.dtype())) {
+    return autograd::fn::select_values("SortBackward0", t, dim, /*keepdim=*/true,
+                                       [&] { return sort_impl(t, dim, descending, "sort"); });
+  }
   return sort_impl(t, dim, descending, "sort");
 }
 
 Tensor argsort(const Tensor& t, int64_t dim, bool descending, bool /*stable*/) {
   OpScope scope("argsort");
+  AutoGradMode no_grad(false);  // not differentiable: record nothing
   return std::get<1>(sort_impl(t, dim, descending, "argsort"));
 }
 
-std::tuple<Tensor, Tensor> topk(const Tensor& t, int64_t k, int64_t dim, bool largest,
-                                bool sorted) {
-  OpScope scope("topk");
-  (void)sorted;  // results always come in sorted order, which sorted=false also allows
+namespace {
+
+std::tuple<Tensor, Tensor> topk_impl(const Tensor& t, int64_t k, int64_t dim, bool largest) {
   EMBER_CHECK(t.defined(), "[topk] self is an undefined tensor");
   check_not_bool(t, "topk");
   dim = wrap_dim(dim, t.dim(), "topk");
@@ -189,8 +195,7 @@ std::tuple<Tensor, Tensor> topk(const Tensor& t, int64_t k, int64_t dim, bool la
   return {from_rows(values, t, dim), from_rows(indices, t, dim)};
 }
 
-std::tuple<Tensor, Tensor> kthvalue(const Tensor& t, int64_t k, int64_t dim, bool keepdim) {
-  OpScope scope("kthvalue");
+std::tuple<Tensor, Tensor> kthvalue_impl(const Tensor& t, int64_t k, int64_t dim, bool keepdim) {
   EMBER_CHECK(t.defined(), "[kthvalue] self is an undefined tensor");
   check_not_bool(t, "kthvalue");
   dim = wrap_dim(dim, t.dim(), "kthvalue");
@@ -211,9 +216,32 @@ std::tuple<Tensor, Tensor> kthvalue(const Tensor& t, int64_t k, int64_t dim, boo
   return {v, i};
 }
 
+}  // namespace
+
+std::tuple<Tensor, Tensor> topk(const Tensor& t, int64_t k, int64_t dim, bool largest,
+                                bool sorted) {
+  OpScope scope("topk");
+  (void)sorted;  // results always come in sorted order, which sorted=false also allows
+  if (autograd::needs_grad(t) && is_floating_point(t.dtype())) {
+    return autograd::fn::select_values("TopkBackward0", t, dim, /*keepdim=*/true,
+                                       [&] { return topk_impl(t, k, dim, largest); });
+  }
+  return topk_impl(t, k, dim, largest);
+}
+
+std::tuple<Tensor, Tensor> kthvalue(const Tensor& t, int64_t k, int64_t dim, bool keepdim) {
+  OpScope scope("kthvalue");
+  if (autograd::needs_grad(t) && is_floating_point(t.dtype())) {
+    return autograd::fn::select_values("KthvalueBackward0", t, dim, keepdim,
+                                       [&] { return kthvalue_impl(t, k, dim, keepdim); });
+  }
+  return kthvalue_impl(t, k, dim, keepdim);
+}
+
 std::tuple<Tensor, Tensor, Tensor> unique(const Tensor& t, bool sorted, bool return_inverse,
                                           bool return_counts) {
   OpScope scope("unique");
+  AutoGradMode no_grad(false);  // not differentiable: record nothing
   (void)sorted;  // always sorted
   EMBER_CHECK(t.defined(), "[unique] self is an undefined tensor");
   const Tensor flat = t.contiguous();
@@ -254,6 +282,7 @@ std::tuple<Tensor, Tensor, Tensor> unique(const Tensor& t, bool sorted, bool ret
 Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool out_int32,
                     bool right) {
   OpScope scope("searchsorted");
+  AutoGradMode no_grad(false);  // not differentiable: record nothing
   constexpr const char* op = "searchsorted";
   EMBER_CHECK(sorted_sequence.defined() && values.defined(), "[", op,
               "] called with an undefined tensor");
