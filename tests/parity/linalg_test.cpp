@@ -124,11 +124,6 @@ void ExpectMatches(const ETensor& e, const TTensor& t, int64_t k, const std::str
   }
 }
 
-bool BitEqual(const ETensor& a, const ETensor& b) {
-  return a.sizes() == b.sizes() && a.dtype() == b.dtype() &&
-         std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.nbytes()) == 0;
-}
-
 const std::vector<ember::DType> kProductDtypes = {
     ember::kFloat32, ember::kFloat64, ember::kFloat16, ember::kBFloat16, ember::kInt64,
     ember::kInt32,   ember::kInt16,   ember::kInt8,    ember::kUInt8};
@@ -211,9 +206,16 @@ TEST(LinalgParity, TransposedOperandsGiveTheSameResultAsContiguousCopies) {
                                            {{1, 9}, {9, 1}}}) {
       ETensor a = Make(p.a, dt, Layout::kTransposed), b = Make(p.b, dt, Layout::kTransposed);
       const ETensor want = ember::matmul(a.contiguous(), b.contiguous());
-      EXPECT_TRUE(BitEqual(ember::matmul(a, b), want)) << Str(p.a) << " " << dt;
-      EXPECT_TRUE(BitEqual(ember::matmul(a, b.contiguous()), want)) << Str(p.a) << " " << dt;
-      EXPECT_TRUE(BitEqual(ember::matmul(a.contiguous(), b), want)) << Str(p.a) << " " << dt;
+      // OpenBLAS's kernels for different transpose flags may sum in different orders
+      // (its small-matrix paths do), so layouts agree to rounding, not bit for bit;
+      // bit-identity is promised across thread counts (see ThreadCount tests).
+      const double tol = dt == ember::kBFloat16 ? 1e-2 : (dt == ember::kFloat32 ? 1e-5 : 1e-12);
+      auto close = [&](const ETensor& got) {
+        return got.to(ember::kFloat64).allclose(want.to(ember::kFloat64), tol, tol);
+      };
+      EXPECT_TRUE(close(ember::matmul(a, b))) << Str(p.a) << " " << dt;
+      EXPECT_TRUE(close(ember::matmul(a, b.contiguous()))) << Str(p.a) << " " << dt;
+      EXPECT_TRUE(close(ember::matmul(a.contiguous(), b))) << Str(p.a) << " " << dt;
       ExpectMatches(ember::matmul(a, b),
                     TorchRef([](const auto& t) { return torch::matmul(t[0], t[1]); }, {a, b}, dt),
                     p.a.back(), "transposed " + Str(p.a));

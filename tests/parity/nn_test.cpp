@@ -44,26 +44,25 @@ TEST(NNParity, LinearForwardBackward) {
 
 TEST(NNParity, Losses) {
   ET x = R({5, 4}), y = R({5, 4});
-  for (auto [r, tr] : {std::pair{Reduction::Mean, 1}, std::pair{Reduction::Sum, 2}, std::pair{Reduction::None, 0}}) {
-    auto tred = [tr = tr]() -> torch::nn::MSELossOptions::reduction_t {
-      if (tr == 1) return torch::kMean;
-      if (tr == 2) return torch::kSum;
-      return torch::kNone;
-    };
-    const std::string tag = " reduction " + std::to_string(tr);
-    parity::check_grad_parity("mse" + tag, [r = r](const EV& v) { return EF::mse_loss(v[0], v[1], r); },
-                              [&](const TV& v) { return TF::mse_loss(v[0], v[1], TF::MSELossFuncOptions(tred())); },
+  const std::vector<std::pair<Reduction, torch::nn::MSELossOptions::reduction_t>> reductions = {
+      {Reduction::Mean, torch::kMean}, {Reduction::Sum, torch::kSum}, {Reduction::None, torch::kNone}};
+  for (size_t k = 0; k < reductions.size(); ++k) {
+    const Reduction r = reductions[k].first;
+    const auto tr = reductions[k].second;
+    const std::string tag = " reduction " + std::to_string(k);
+    parity::check_grad_parity("mse" + tag, [r](const EV& v) { return EF::mse_loss(v[0], v[1], r); },
+                              [tr](const TV& v) { return TF::mse_loss(v[0], v[1], TF::MSELossFuncOptions().reduction(tr)); },
                               {x, y});
-    parity::check_grad_parity("l1" + tag, [r = r](const EV& v) { return EF::l1_loss(v[0], v[1], r); },
-                              [&](const TV& v) { return TF::l1_loss(v[0], v[1], TF::L1LossFuncOptions(tred())); },
+    parity::check_grad_parity("l1" + tag, [r](const EV& v) { return EF::l1_loss(v[0], v[1], r); },
+                              [tr](const TV& v) { return TF::l1_loss(v[0], v[1], TF::L1LossFuncOptions().reduction(tr)); },
                               {x, y});
     parity::check_grad_parity(
-        "smooth_l1" + tag, [r = r](const EV& v) { return EF::smooth_l1_loss(v[0], v[1], r, 0.5); },
-        [&](const TV& v) { return TF::smooth_l1_loss(v[0], v[1], TF::SmoothL1LossFuncOptions(tred()), 0.5); },
+        "smooth_l1" + tag, [r](const EV& v) { return EF::smooth_l1_loss(v[0], v[1], r, 0.5); },
+        [tr](const TV& v) { return TF::smooth_l1_loss(v[0], v[1], TF::SmoothL1LossFuncOptions().reduction(tr), 0.5); },
         {x, y});
     parity::check_grad_parity(
-        "huber" + tag, [r = r](const EV& v) { return EF::huber_loss(v[0], v[1], r, 0.7); },
-        [&](const TV& v) { return TF::huber_loss(v[0], v[1], TF::HuberLossFuncOptions().reduction(tred()).delta(0.7)); },
+        "huber" + tag, [r](const EV& v) { return EF::huber_loss(v[0], v[1], r, 0.7); },
+        [tr](const TV& v) { return TF::huber_loss(v[0], v[1], TF::HuberLossFuncOptions().reduction(tr).delta(0.7)); },
         {x, y});
   }
   // Cross entropy: indices with weight, ignore_index and label smoothing; probabilities;

@@ -74,18 +74,18 @@ variable_list gather_formula(FnNode& n, const variable_list& grads) {
 // ---------------------------------------------------------------------------------------
 // scatter family
 
-enum class Reduce : int64_t { Sum, Prod, Mean, Amax, Amin };
+enum class ScatterReduceOp : int64_t { Sum, Prod, Mean, Amax, Amin };
 
-Reduce reduce_of(std::string_view r) {
-  if (r == "sum") return Reduce::Sum;
-  if (r == "prod") return Reduce::Prod;
-  if (r == "mean") return Reduce::Mean;
-  if (r == "amax") return Reduce::Amax;
-  if (r == "amin") return Reduce::Amin;
+ScatterReduceOp reduce_of(std::string_view r) {
+  if (r == "sum") return ScatterReduceOp::Sum;
+  if (r == "prod") return ScatterReduceOp::Prod;
+  if (r == "mean") return ScatterReduceOp::Mean;
+  if (r == "amax") return ScatterReduceOp::Amax;
+  if (r == "amin") return ScatterReduceOp::Amin;
   EMBER_ERROR("[scatter_reduce] reduce argument must be one of sum, prod, mean, amax or amin, got '", r, "'");
 }
 
-bool reduce_reads_values(Reduce r) { return r == Reduce::Prod || r == Reduce::Amax || r == Reduce::Amin; }
+bool reduce_reads_values(ScatterReduceOp r) { return r == ScatterReduceOp::Prod || r == ScatterReduceOp::Amax || r == ScatterReduceOp::Amin; }
 
 // i0 = dim; saved 0 = index. Scatter with src: self loses the written positions, src
 // gets the gradient it was written to.
@@ -106,23 +106,23 @@ variable_list scatter_add_formula(FnNode& n, const variable_list& grads) {
   return {g, gsrc};
 }
 
-// i0 = dim, i1 = Reduce, b0 = include_self; saved 0 = index, and for prod/amax/amin
+// i0 = dim, i1 = ScatterReduceOp, b0 = include_self; saved 0 = index, and for prod/amax/amin
 // 1 = self (old value), 2 = src, 3 = result.
 variable_list scatter_reduce_formula(FnNode& n, const variable_list& grads) {
   const Tensor& g = grads[0];
   const int64_t dim = n.i0;
-  const auto reduce = static_cast<Reduce>(n.i1);
+  const auto reduce = static_cast<ScatterReduceOp>(n.i1);
   const bool include_self = n.b0;
   const Tensor index = n.saved(0);
   const DType dt = g.dtype();
   const bool want_self = n.should_compute_output(0), want_src = n.should_compute_output(1);
   Tensor gs, gsrc;
   switch (reduce) {
-    case Reduce::Sum:
+    case ScatterReduceOp::Sum:
       gs = g;
       if (want_src) gsrc = g.gather(dim, index);
       break;
-    case Reduce::Mean: {
+    case ScatterReduceOp::Mean: {
       // Each output is divided by how many values it averaged (at least 1).
       Tensor count = include_self ? ones(n.in(0).sizes, TensorOptions(dt)) : zeros_of(n, 0, dt);
       count.scatter_add_(dim, index, ones(index.sizes(), TensorOptions(dt)));
@@ -131,8 +131,8 @@ variable_list scatter_reduce_formula(FnNode& n, const variable_list& grads) {
       if (want_src) gsrc = gs.gather(dim, index);
       break;
     }
-    case Reduce::Amax:
-    case Reduce::Amin: {
+    case ScatterReduceOp::Amax:
+    case ScatterReduceOp::Amin: {
       // The gradient is shared evenly among the values equal to the result.
       const Tensor self = n.saved(1), result = n.saved(3);
       const Tensor src = covered_part(n.saved(2), index);
@@ -143,7 +143,7 @@ variable_list scatter_reduce_formula(FnNode& n, const variable_list& grads) {
       if (want_src) gsrc = src_hit * share.gather(dim, index);
       break;
     }
-    case Reduce::Prod: {
+    case ScatterReduceOp::Prod: {
       // The product of the other factors, computed without dividing by a zero factor.
       const Tensor self = n.saved(1), result = n.saved(3);
       const Tensor src = covered_part(n.saved(2), index);
@@ -202,7 +202,7 @@ std::shared_ptr<FnNode> scatter_node(ScatterKind kind, const Tensor& self, int64
   // Summing scatters pass self's gradient through unchanged: the index is read only for
   // src's gradient (or to clear self's scattered-to positions without include_self).
   const bool sums = kind == ScatterKind::Add ||
-                    (kind == ScatterKind::Reduce && static_cast<Reduce>(node->i1) == Reduce::Sum && include_self);
+                    (kind == ScatterKind::Reduce && static_cast<ScatterReduceOp>(node->i1) == ScatterReduceOp::Sum && include_self);
   node->save(!sums || node->should_compute_output(1) ? index : Tensor());
   return node;
 }
@@ -382,7 +382,7 @@ Tensor scatter(ScatterKind kind, const Tensor& self, int64_t dim, const Tensor& 
                std::string_view reduce, bool include_self, Forward forward) {
   Tensor out = run(forward);
   auto node = scatter_node(kind, self, dim, index, src, reduce, include_self);
-  const bool values = kind == ScatterKind::Reduce && reduce_reads_values(static_cast<Reduce>(node->i1));
+  const bool values = kind == ScatterKind::Reduce && reduce_reads_values(static_cast<ScatterReduceOp>(node->i1));
   if (values) {
     node->save(self);
     node->save(src);
@@ -396,7 +396,7 @@ void scatter_(ScatterKind kind, const char* name, const Tensor& self, int64_t di
               const Tensor& src, std::string_view reduce, bool include_self, ForwardInplace forward) {
   check_inplace(self, name);
   auto node = scatter_node(kind, self, dim, index, src, reduce, include_self);
-  const bool values = kind == ScatterKind::Reduce && reduce_reads_values(static_cast<Reduce>(node->i1));
+  const bool values = kind == ScatterKind::Reduce && reduce_reads_values(static_cast<ScatterReduceOp>(node->i1));
   if (values) {
     // The old value is cloned with grad mode on, so a double backward still sees how it
     // depended on earlier ops.
