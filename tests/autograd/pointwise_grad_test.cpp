@@ -175,6 +175,13 @@ TEST(PointwiseGrad, ClampLerpNanToNum) {
             "");
   EXPECT_EQ(check_grads([](const V& v) { return v[0].lerp(v[1], 0.3); }, {x, randn({3, 4}, TensorOptions(kFloat64))}),
             "");
+  EXPECT_EQ(check_grads([](const V& v) { return v[0].softplus(2, 1); }, {x}), "");
+  EXPECT_EQ(check_grads([](const V& v) { return v[0].outer(v[1]); },
+                        {randn({3}, TensorOptions(kFloat64)), randn({4}, TensorOptions(kFloat64))}),
+            "");
+  EXPECT_EQ(check_grads([](const V& v) { return v[0].dot(v[1]); },
+                        {randn({3}, TensorOptions(kFloat64)), randn({3}, TensorOptions(kFloat64))}),
+            "");
   // The gradient passes inside the bounds, bounds included (as PyTorch).
   Tensor b = tensor({-1.0, 0.0, 0.5, 1.0, 2.0}, kFloat64).requires_grad_();
   b.clamp(0.0, 1.0).sum().backward();

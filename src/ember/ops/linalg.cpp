@@ -296,6 +296,7 @@ Tensor outer(const Tensor& a, const Tensor& b) {
   EMBER_CHECK(a.dim() == 1, "[outer] expected a 1-D tensor for self, got a ", a.dim(), "-D tensor");
   EMBER_CHECK(b.dim() == 1, "[outer] expected a 1-D tensor for vec2, got a ", b.dim(), "-D tensor");
   // outer is a broadcasting multiply in PyTorch, so it promotes and accepts bool.
+  if (autograd::needs_grad(a, b)) return a.unsqueeze(1) * b.unsqueeze(0);
   const DType dtype = result_type(a, b);
   const Tensor x = a.to(dtype), y = b.to(dtype);
   const int64_t rows = x.size(0), cols = y.size(0);

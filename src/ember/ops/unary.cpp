@@ -172,6 +172,14 @@ Tensor softplus(const Tensor& t, const Scalar& beta, const Scalar& threshold) {
   OpScope scope("softplus");
   EMBER_CHECK(t.defined() && t.is_floating_point(), "[softplus] expected a floating-point tensor, got ",
               t.defined() ? std::string(dtype_name(t.dtype())) : std::string("an undefined tensor"));
+  if (autograd::needs_grad(t)) {
+    // Differentiable form: log(1 + exp(beta x)) / beta, linear above the threshold. The
+    // gradient is sigmoid(beta x) below it and 1 above, as PyTorch's.
+    const double b = beta.to_double(), th = threshold.to_double();
+    Tensor bx = t * b;
+    Tensor safe = where(bx > th, zeros_like(bx), bx);  // keeps exp() finite where unused
+    return where(bx > th, t, safe.exp().log1p() / b);
+  }
   Tensor out = empty(t.sizes(), TensorOptions(t.dtype()));
   kernels::cpu::softplus(out, t, beta.to_double(), threshold.to_double());
   return out;
