@@ -257,3 +257,29 @@ TEST(AutogradPrint, ShowsGradFnOrRequiresGrad) {
 
 }  // namespace
 }  // namespace ember
+
+namespace ember {
+namespace {
+
+TEST(HigherOrder, GradientOfSquaredGradientNormOfAnMlp) {
+  // penalty(W1, W2) = |d loss / d (W1, W2)|^2 for loss = sum(tanh(x W1^T) W2^T)^2 / n;
+  // its gradient needs the backward of the backward (create_graph=true). gradcheck
+  // compares it with finite differences of the penalty itself.
+  Tensor x = randn({5, 3}, TensorOptions(kFloat64));
+  auto penalty = [x](const autograd::variable_list& w) {
+    Tensor h = linear(x, w[0]).tanh();
+    Tensor loss = linear(h, w[1]).pow(2).mean();
+    autograd::variable_list g = autograd::grad({loss}, {w[0], w[1]}, {}, true, /*create_graph=*/true);
+    return autograd::variable_list{g[0].pow(2).sum() + g[1].pow(2).sum()};
+  };
+  Tensor w1 = randn({4, 3}, TensorOptions(kFloat64)).requires_grad_();
+  Tensor w2 = randn({2, 4}, TensorOptions(kFloat64)).requires_grad_();
+  EXPECT_TRUE(autograd::gradcheck(penalty, {w1, w2}));
+  // And the usual training-loop form: backward() through the penalty reaches both weights.
+  penalty({w1, w2})[0].backward();
+  EXPECT_TRUE(w1.grad().defined());
+  EXPECT_GT(w2.grad().abs().sum().item<double>(), 0.0);
+}
+
+}  // namespace
+}  // namespace ember
