@@ -13,13 +13,7 @@
 
 namespace ember {
 
-// Ops with a tensor fill value (a 0-d tensor, which may require grad). Defined in
-// ops/index.cpp and ops/advanced_index.cpp; declared here until tensor.h / index.h carry
-// them as Tensor methods (masked_fill(mask, Tensor), index_fill(dim, index, Tensor)).
-Tensor masked_fill(const Tensor& t, const Tensor& mask, const Tensor& value);
-Tensor& masked_fill_(Tensor& t, const Tensor& mask, const Tensor& value);
-Tensor index_fill(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& value);
-Tensor& index_fill_(Tensor& t, int64_t dim, const Tensor& index, const Tensor& value);
+// The tensor-valued masked_fill/index_fill forms are declared in ops/index.h.
 
 }  // namespace ember
 

@@ -423,6 +423,8 @@ class Tensor {
   Tensor index_copy(int64_t dim, const Tensor& index, const Tensor& source) const;
   Tensor index_fill(int64_t dim, const Tensor& index, const Scalar& value) const;
   Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
+  Tensor masked_fill(const Tensor& mask, const Tensor& value) const;  // value: a 0-d tensor
+  Tensor index_fill(int64_t dim, const Tensor& index, const Tensor& value) const;
   Tensor masked_select(const Tensor& mask) const;
   Tensor masked_scatter(const Tensor& mask, const Tensor& source) const;
   // Advanced indexing: one entry per leading dim; an undefined Tensor means ":" (whole
@@ -442,6 +444,8 @@ class Tensor {
   Tensor& index_copy_(int64_t dim, const Tensor& index, const Tensor& source);
   Tensor& index_fill_(int64_t dim, const Tensor& index, const Scalar& value);
   Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
+  Tensor& masked_fill_(const Tensor& mask, const Tensor& value);
+  Tensor& index_fill_(int64_t dim, const Tensor& index, const Tensor& value);
   Tensor& masked_scatter_(const Tensor& mask, const Tensor& source);
 
   // ---- sorting and selection (ops/sort.cpp) ----

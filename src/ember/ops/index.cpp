@@ -856,3 +856,14 @@ Tensor Tensor::bincount(const Tensor& weights, int64_t minlength) const {
 }
 
 }  // namespace ember
+
+namespace ember {
+Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const { return ember::masked_fill(*this, mask, value); }
+Tensor Tensor::index_fill(int64_t dim, const Tensor& index, const Tensor& value) const {
+  return ember::index_fill(*this, dim, index, value);
+}
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Tensor& value) { return ember::masked_fill_(*this, mask, value); }
+Tensor& Tensor::index_fill_(int64_t dim, const Tensor& index, const Tensor& value) {
+  return ember::index_fill_(*this, dim, index, value);
+}
+}  // namespace ember

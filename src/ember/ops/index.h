@@ -12,6 +12,11 @@ Tensor gather(const Tensor& t, int64_t dim, const Tensor& index);
 Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src);
 Tensor masked_fill(const Tensor& t, const Tensor& mask, const Scalar& value);
+// With a 0-d tensor value (which may require grad).
+Tensor masked_fill(const Tensor& t, const Tensor& mask, const Tensor& value);
+Tensor& masked_fill_(Tensor& t, const Tensor& mask, const Tensor& value);
+Tensor index_fill(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& value);
+Tensor& index_fill_(Tensor& t, int64_t dim, const Tensor& index, const Tensor& value);
 Tensor masked_select(const Tensor& t, const Tensor& mask);
 Tensor nonzero(const Tensor& t);
 Tensor bincount(const Tensor& t, const Tensor& weights = {}, int64_t minlength = 0);
