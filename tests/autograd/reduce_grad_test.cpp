@@ -79,6 +79,9 @@ TEST(ReduceGrad, TiesAndZeros) {
   Tensor q = tensor({{2.0, 0.0, 0.0}, {1.0, 2.0, 3.0}}, kFloat64).requires_grad_();
   q.prod(1).sum().backward();
   EXPECT_EQ(q.grad().to_vector<double>(), (D{0, 0, 0, 6, 3, 2}));
+  // cumprod with zeros: matches the finite differences (first and second order).
+  Tensor c = tensor({{2.0, 0.0, 3.0, 0.5}, {0.0, 1.5, 0.0, 2.0}}, kFloat64);
+  EXPECT_EQ(check_grads([](const V& v) { return v[0].cumprod(1); }, {c}), "");
   // norm 2 of a zero vector: zero gradient, not NaN.
   Tensor z = zeros({3}, kFloat64).requires_grad_();
   z.norm().backward();

@@ -171,11 +171,21 @@ variable_list general_formula(FnNode& n, const variable_list& grads) {
     case Reduce::Cumsum:
       return {reverse_cumsum(g, n.ints[0])};
     case Reduce::Cumprod: {
-      // For inputs without zeros: dx_i = sum_{j >= i} g_j y_j / x_i.
+      // dx_i = sum_{j >= i} g_j * prod_{k <= j, k != i} x_k. Without zeros that is
+      // sum_{j >= i} g_j y_j / x_i; with zeros, each i is done directly (x_i replaced by
+      // 1), which costs one cumprod per position along the dim.
       const int64_t d = n.ints[0];
-      EMBER_CHECK(!(x == 0).any().item<bool>(),
-                  "[autograd] the gradient of cumprod for inputs containing zeros is not implemented");
-      return {reverse_cumsum(g * y, d) / x};
+      if (!(x == 0).any().item<bool>()) return {reverse_cumsum(g * y, d) / x};
+      const int64_t len = x.size(d);
+      DimVector shape(static_cast<size_t>(x.dim()), 1);
+      shape[static_cast<size_t>(d)] = len;
+      const Tensor pos = arange(len, TensorOptions(kInt64)).view(shape);
+      std::vector<Tensor> parts;
+      for (int64_t i = 0; i < len; ++i) {
+        const Tensor c = where(pos == i, ones_like(x), x).cumprod(d);
+        parts.push_back(where(pos >= i, g * c, zeros_like(c)).sum({d}, true));
+      }
+      return {ember::cat(parts, d)};
     }
     case Reduce::Softmax: {
       const int64_t d = n.ints[0];
