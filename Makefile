@@ -3,8 +3,9 @@
 #
 #   make            build (Release, -O3 -march=native)
 #   make test       build and run every test (CTest)
-#   make demo       build and run the main example
+#   make demo       build and train the main example (a CNN on Fashion-MNIST, 2 epochs)
 #   make bench      build and run the benchmarks (ember vs PyTorch, same process)
+#   make bench-train  one epoch of the main job in ember and in PyTorch, side by side
 #   make sanitize   build with -fsanitize=address,undefined in build-asan/ and run the tests
 #
 # Options: NATIVE=OFF drops -march=native; WERROR=ON turns warnings into errors;
@@ -20,7 +21,7 @@ CTEST_FLAGS ?= --output-on-failure --timeout 900
 
 CONFIGURE = cmake -S . -DCMAKE_BUILD_TYPE=Release -DEMBER_NATIVE=$(NATIVE) -DEMBER_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
-.PHONY: all setup build test demo bench sanitize clean
+.PHONY: all setup build test demo bench bench-train sanitize clean
 
 all: build
 
@@ -34,12 +35,16 @@ build: setup
 test: build
 	@cd $(BUILD_DIR) && ctest $(CTEST_FLAGS) -j $(JOBS)
 
+DEMO_FLAGS ?=
 demo: build
-	@./$(BUILD_DIR)/examples/tensor_tour
+	@./$(BUILD_DIR)/examples/fashion_mnist --epochs 2 --out $(BUILD_DIR)/demo $(DEMO_FLAGS)
 
 bench: build
 	@./$(BUILD_DIR)/bench/bench_ops
 	@./$(BUILD_DIR)/bench/bench_autograd
+
+bench-train: build
+	@/usr/bin/python3 bench/train_fashion_mnist.py --build $(BUILD_DIR)
 
 sanitize: setup
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=address,undefined \
