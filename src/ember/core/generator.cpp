@@ -76,4 +76,8 @@ void manual_seed(uint64_t seed) { default_generator().manual_seed(seed); }
 
 Generator& resolve_generator(Generator& gen) { return gen.defined() ? gen : default_generator(); }
 
+Tensor get_rng_state() { return default_generator().get_state(); }
+
+void set_rng_state(const Tensor& state) { default_generator().set_state(state); }
+
 }  // namespace ember

@@ -60,6 +60,10 @@ Generator& default_generator();
 void manual_seed(uint64_t seed);
 // The generator to use: gen if defined, otherwise the default.
 Generator& resolve_generator(Generator& gen);
+// The default generator's state (torch.get_rng_state): a uint8 tensor of 16 bytes.
+// Save it in a checkpoint; set_rng_state restores it so a resumed run draws the same numbers.
+Tensor get_rng_state();
+void set_rng_state(const Tensor& state);
 
 // PyTorch's default CPU seed, so an unseeded run starts from a known state.
 inline constexpr uint64_t kDefaultSeed = 67280421310721ULL;

@@ -1,0 +1,41 @@
+#pragma once
+// Internal: constants of the checkpoint file format shared by the writer (checkpoint.cpp)
+// and the reader (checkpoint_reader.cpp). docs/serialize.md describes the format.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "ember/core/dtype.h"
+#include "ember/serialize/value.h"
+
+#ifndef EMBER_VERSION_STRING
+#define EMBER_VERSION_STRING "0.1.0"
+#endif
+
+namespace ember::serialize_format {
+
+inline constexpr std::string_view kFormatName = "ember-checkpoint";
+inline constexpr std::string_view kEmberVersion = EMBER_VERSION_STRING;
+// The checksum is the last __metadata__ entry; the writer emits exactly these bytes
+// followed by 8 lowercase hex digits and '"'.
+inline constexpr std::string_view kChecksumField = R"("ember.checksum":"crc32:)";
+// safetensors' own limit on the header, against JSON bombs.
+inline constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+// Bounds that keep hostile files from exhausting the stack.
+inline constexpr int kMaxValueDepth = 200;
+inline constexpr int kMaxJsonDepth = 2 * kMaxValueDepth + 8;
+inline constexpr int64_t kMaxDims = 64;
+inline constexpr uint64_t kWriteChunkBytes = 16u << 20;
+
+// safetensors dtype codes: "F32", "BF16", "BOOL", ...
+const char* dtype_code(DType t);
+std::optional<DType> dtype_from_code(std::string_view code);
+// "F64 F32 F16 BF16 I64 I32 I16 I8 U8 BOOL", for error messages.
+std::string supported_codes();
+
+// ember::load's body: reads and verifies a checkpoint or plain safetensors file.
+Value read_checkpoint(const std::string& path);
+
+}  // namespace ember::serialize_format
