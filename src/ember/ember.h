@@ -26,3 +26,6 @@
 #include "ember/core/ordered_dict.h"
 #include "ember/serialize/value.h"
 #include "ember/nn/nn.h"
+
+// ---- optim (optimizers, schedulers, clip_grad) ----
+#include "ember/optim/optim.h"
