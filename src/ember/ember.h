@@ -27,3 +27,6 @@
 #include "ember/serialize/value.h"
 #include "ember/nn/nn.h"
 #include "ember/serialize/checkpoint.h"
+
+// ---- optim (optimizers, schedulers, clip_grad) ----
+#include "ember/optim/optim.h"
