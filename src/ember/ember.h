@@ -26,3 +26,4 @@
 #include "ember/core/ordered_dict.h"
 #include "ember/serialize/value.h"
 #include "ember/nn/nn.h"
+#include "ember/data/data.h"
