@@ -30,3 +30,4 @@
 
 // ---- optim (optimizers, schedulers, clip_grad) ----
 #include "ember/optim/optim.h"
+#include "ember/data/data.h"
