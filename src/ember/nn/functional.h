@@ -23,4 +23,26 @@ Tensor log_softmax(const Tensor& input, int64_t dim);
 // the identity otherwise.
 Tensor dropout(const Tensor& input, double p = 0.5, bool training = true);
 
+// ---- normalisation, embedding, bilinear (nn/functional_norm.cpp) ----
+// Batch norm over dim 1 of an [N, C, *] input. training: normalise with the batch's mean
+// and biased variance, and update running_mean/running_var (if given) in place under
+// no-grad: running = (1 - momentum) * running + momentum * batch, with the unbiased
+// variance. Otherwise normalise with the running statistics (which must be given).
+Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight = {}, const Tensor& bias = {}, bool training = false,
+                  double momentum = 0.1, double eps = 1e-5);
+// Normalises over the trailing dims named by normalized_shape; weight/bias have that shape.
+Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
+// Normalises each group of C / num_groups channels of an [N, C, *] input; weight/bias: [C].
+Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight = {}, const Tensor& bias = {},
+                  double eps = 1e-5);
+// Rows of weight [num, dim] picked by integer indices: output sizes input.sizes() + [dim].
+// The row padding_idx gets no gradient. With max_norm, the rows read whose norm_type-norm
+// exceeds max_norm are first rescaled to max_norm in place (as PyTorch).
+Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx = std::nullopt,
+                 std::optional<double> max_norm = std::nullopt, double norm_type = 2.0);
+// y = x1^T W[o] x2 + b[o] over the last dims: x1 [*, in1], x2 [*, in2], W [out, in1, in2].
+Tensor bilinear(const Tensor& input1, const Tensor& input2, const Tensor& weight, const Tensor& bias = {});
+
 }  // namespace ember::nn::functional

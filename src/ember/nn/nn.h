@@ -8,3 +8,8 @@
 #include "ember/nn/modules/container.h"
 #include "ember/nn/modules/linear.h"
 #include "ember/nn/loss.h"
+// Normalisation, embedding and bilinear layers.
+#include "ember/nn/modules/batchnorm.h"
+#include "ember/nn/modules/bilinear.h"
+#include "ember/nn/modules/embedding.h"
+#include "ember/nn/modules/normalization.h"

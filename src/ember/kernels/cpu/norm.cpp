@@ -1,0 +1,359 @@
+#include "ember/kernels/cpu/norm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "ember/core/check.h"
+#include "ember/core/parallel.h"
+
+namespace ember::kernels::cpu {
+
+namespace {
+
+template <typename T>
+const T* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data_ptr<T>() : nullptr;
+}
+template <typename T>
+T* mutable_or_null(const Tensor& t) {
+  return t.defined() ? t.data_ptr<T>() : nullptr;
+}
+
+// Sixteen independent double accumulators: the loops vectorise (float -> double widening)
+// without depending on one long add chain, and the combination order is fixed.
+constexpr int kAcc = 16;
+
+double combine(const double* a) {
+  double s[kAcc / 2];
+  for (int k = 0; k < kAcc / 2; ++k) s[k] = a[k] + a[k + kAcc / 2];
+  return ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+}
+
+// Sum of p[0, n).
+template <typename T>
+double sum_run(const T* p, int64_t n) {
+  double a[kAcc] = {};
+  int64_t i = 0;
+  for (; i + kAcc <= n; i += kAcc) {
+    for (int k = 0; k < kAcc; ++k) a[k] += static_cast<double>(p[i + k]);
+  }
+  for (int k = 0; i < n; ++i, ++k) a[k] += static_cast<double>(p[i]);
+  return combine(a);
+}
+
+// Sum of (p - mean)^2 over p[0, n).
+template <typename T>
+double sqdev_run(const T* p, int64_t n, double mean) {
+  double a[kAcc] = {};
+  int64_t i = 0;
+  for (; i + kAcc <= n; i += kAcc) {
+    for (int k = 0; k < kAcc; ++k) {
+      const double d = static_cast<double>(p[i + k]) - mean;
+      a[k] += d * d;
+    }
+  }
+  for (int k = 0; i < n; ++i, ++k) {
+    const double d = static_cast<double>(p[i]) - mean;
+    a[k] += d * d;
+  }
+  return combine(a);
+}
+
+// Adds sum(g) and sum(g * (x - mean)) over [0, n) to sg and sgx.
+template <typename T>
+void grad_sums_run(const T* g, const T* x, int64_t n, double mean, double& sg, double& sgx) {
+  double a[kAcc] = {}, b[kAcc] = {};
+  int64_t i = 0;
+  for (; i + kAcc <= n; i += kAcc) {
+    for (int k = 0; k < kAcc; ++k) {
+      const double gv = static_cast<double>(g[i + k]);
+      a[k] += gv;
+      b[k] += gv * (static_cast<double>(x[i + k]) - mean);
+    }
+  }
+  for (int k = 0; i < n; ++i, ++k) {
+    const double gv = static_cast<double>(g[i]);
+    a[k] += gv;
+    b[k] += gv * (static_cast<double>(x[i]) - mean);
+  }
+  sg += combine(a);
+  sgx += combine(b);
+}
+
+// y = x * scale + shift over [0, n).
+template <typename T>
+void affine_run(T* y, const T* x, int64_t n, T scale, T shift) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * scale + shift;
+}
+
+// ---------------------------------------------------------------------------------------
+// batch norm
+
+template <typename T>
+void bn_train_forward(const Tensor& out, const Tensor& mean_t, const Tensor& var_t, const Tensor& invstd_t,
+                      const Tensor& input, const Tensor& weight, const Tensor& bias, double eps, BatchNormShape s) {
+  const T* x = input.data_ptr<T>();
+  T* y = out.data_ptr<T>();
+  const T* w = data_or_null<T>(weight);
+  const T* b = data_or_null<T>(bias);
+  T* mean_p = mean_t.data_ptr<T>();
+  T* var_p = var_t.data_ptr<T>();
+  T* invstd_p = invstd_t.data_ptr<T>();
+  const int64_t plane = s.c * s.s;
+  const double count = static_cast<double>(s.n * s.s);
+  // One channel per chunk: its statistics and its output are computed while its values
+  // are still in cache.
+  parallel_for(0, s.c, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      double sum = 0;
+      for (int64_t i = 0; i < s.n; ++i) sum += sum_run(x + i * plane + c * s.s, s.s);
+      const double mean = sum / count;
+      double sq = 0;
+      for (int64_t i = 0; i < s.n; ++i) sq += sqdev_run(x + i * plane + c * s.s, s.s, mean);
+      const double var = sq / count;
+      const double invstd = 1.0 / std::sqrt(var + eps);
+      mean_p[c] = static_cast<T>(mean);
+      var_p[c] = static_cast<T>(var);
+      invstd_p[c] = static_cast<T>(invstd);
+      const double scale = (w ? static_cast<double>(w[c]) : 1.0) * invstd;
+      const double shift = (b ? static_cast<double>(b[c]) : 0.0) - mean * scale;
+      for (int64_t i = 0; i < s.n; ++i) {
+        const int64_t off = i * plane + c * s.s;
+        affine_run(y + off, x + off, s.s, static_cast<T>(scale), static_cast<T>(shift));
+      }
+    }
+  });
+}
+
+template <typename T>
+void bn_apply(const Tensor& out, const Tensor& input, const Tensor& mean_t, const Tensor& invstd_t,
+              const Tensor& weight, const Tensor& bias, BatchNormShape s) {
+  const T* x = input.data_ptr<T>();
+  T* y = out.data_ptr<T>();
+  const T* w = data_or_null<T>(weight);
+  const T* b = data_or_null<T>(bias);
+  const T* mean_p = mean_t.data_ptr<T>();
+  const T* invstd_p = invstd_t.data_ptr<T>();
+  const int64_t plane = s.c * s.s;
+  // Rows of s elements (one (n, c) pair each); a grain of whole rows keeps small planes
+  // from becoming one-element chunks.
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, s.s));
+  parallel_for(0, s.n * s.c, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t i = r / s.c, c = r % s.c;
+      const double invstd = static_cast<double>(invstd_p[c]);
+      const double scale = (w ? static_cast<double>(w[c]) : 1.0) * invstd;
+      const double shift = (b ? static_cast<double>(b[c]) : 0.0) - static_cast<double>(mean_p[c]) * scale;
+      const int64_t off = i * plane + c * s.s;
+      affine_run(y + off, x + off, s.s, static_cast<T>(scale), static_cast<T>(shift));
+    }
+  });
+}
+
+template <typename T>
+void bn_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias, const Tensor& grad_out,
+                 const Tensor& input, const Tensor& mean_t, const Tensor& invstd_t, const Tensor& weight,
+                 bool training, BatchNormShape s) {
+  const T* g = grad_out.data_ptr<T>();
+  const T* x = input.data_ptr<T>();
+  const T* w = data_or_null<T>(weight);
+  const T* mean_p = mean_t.data_ptr<T>();
+  const T* invstd_p = invstd_t.data_ptr<T>();
+  T* dx = mutable_or_null<T>(grad_input);
+  T* dw = mutable_or_null<T>(grad_weight);
+  T* db = mutable_or_null<T>(grad_bias);
+  const int64_t plane = s.c * s.s;
+  const double count = static_cast<double>(s.n * s.s);
+  const bool need_sums = dw || db || (dx && training);
+  parallel_for(0, s.c, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const double mean = static_cast<double>(mean_p[c]);
+      const double invstd = static_cast<double>(invstd_p[c]);
+      const double wc = w ? static_cast<double>(w[c]) : 1.0;
+      double sg = 0, sgx = 0;
+      if (need_sums) {
+        for (int64_t i = 0; i < s.n; ++i) {
+          const int64_t off = i * plane + c * s.s;
+          grad_sums_run(g + off, x + off, s.s, mean, sg, sgx);
+        }
+      }
+      if (db) db[c] = static_cast<T>(sg);
+      if (dw) dw[c] = static_cast<T>(sgx * invstd);
+      if (!dx) continue;
+      // dx = w*invstd * (g - mean(g) - xhat * mean(g*xhat)), written as g*a + x*bx + k.
+      const double a = wc * invstd;
+      double bx = 0, k = 0;
+      if (training) {
+        const double proj = invstd * invstd * sgx / count;
+        bx = -a * proj;
+        k = a * (proj * mean - sg / count);
+      }
+      const T ta = static_cast<T>(a), tb = static_cast<T>(bx), tk = static_cast<T>(k);
+      for (int64_t i = 0; i < s.n; ++i) {
+        const int64_t off = i * plane + c * s.s;
+        const T* gp = g + off;
+        const T* xp = x + off;
+        T* dp = dx + off;
+        if (training) {
+          for (int64_t j = 0; j < s.s; ++j) dp[j] = gp[j] * ta + xp[j] * tb + tk;
+        } else {
+          for (int64_t j = 0; j < s.s; ++j) dp[j] = gp[j] * ta;
+        }
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// layer norm
+
+template <typename T>
+void ln_forward(const Tensor& out, const Tensor& mean_t, const Tensor& rstd_t, const Tensor& input,
+                const Tensor& weight, const Tensor& bias, double eps, int64_t rows, int64_t cols) {
+  const T* x = input.data_ptr<T>();
+  T* y = out.data_ptr<T>();
+  const T* w = data_or_null<T>(weight);
+  const T* b = data_or_null<T>(bias);
+  T* mean_p = mean_t.data_ptr<T>();
+  T* rstd_p = rstd_t.data_ptr<T>();
+  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, cols));
+  parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* xr = x + r * cols;
+      T* yr = y + r * cols;
+      const double mean = cols ? sum_run(xr, cols) / static_cast<double>(cols) : 0.0;
+      const double var = cols ? sqdev_run(xr, cols, mean) / static_cast<double>(cols) : 0.0;
+      const double rstd = 1.0 / std::sqrt(var + eps);
+      mean_p[r] = static_cast<T>(mean);
+      rstd_p[r] = static_cast<T>(rstd);
+      const T scale = static_cast<T>(rstd), shift = static_cast<T>(-mean * rstd);
+      if (w && b) {
+        for (int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] * scale + shift) * w[j] + b[j];
+      } else if (w) {
+        for (int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] * scale + shift) * w[j];
+      } else if (b) {
+        for (int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] * scale + shift) + b[j];
+      } else {
+        affine_run(yr, xr, cols, scale, shift);
+      }
+    }
+  });
+}
+
+template <typename T>
+void ln_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
+                 const Tensor& grad_out, const Tensor& input, const Tensor& mean_t, const Tensor& rstd_t,
+                 const Tensor& weight, int64_t rows, int64_t cols) {
+  const T* g = grad_out.data_ptr<T>();
+  const T* x = input.data_ptr<T>();
+  const T* w = data_or_null<T>(weight);
+  const T* mean_p = mean_t.data_ptr<T>();
+  const T* rstd_p = rstd_t.data_ptr<T>();
+  T* dx = mutable_or_null<T>(grad_input);
+  T* dw = mutable_or_null<T>(grad_weight);
+  T* db = mutable_or_null<T>(grad_bias);
+  // Note [Deterministic reductions] applies to dw/db: rows are cut into chunks fixed by
+  // the shape, each chunk sums its rows into its own partial, and the partials are added
+  // in chunk order afterwards.
+  const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, cols));
+  const int64_t chunks = rows ? (rows + grain - 1) / grain : 0;
+  const bool want_params = dw || db;
+  std::vector<T> part_w(want_params && dw ? static_cast<size_t>(chunks * cols) : 0);
+  std::vector<T> part_b(want_params && db ? static_cast<size_t>(chunks * cols) : 0);
+  parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+    const int64_t chunk = r0 / grain;
+    T* pw = dw ? part_w.data() + chunk * cols : nullptr;
+    T* pb = db ? part_b.data() + chunk * cols : nullptr;
+    std::vector<T> gw(w ? static_cast<size_t>(cols) : 0);
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* gr = g + r * cols;
+      const T* xr = x + r * cols;
+      const double mean = static_cast<double>(mean_p[r]);
+      const double rstd = static_cast<double>(rstd_p[r]);
+      const T tr = static_cast<T>(rstd), tshift = static_cast<T>(-mean * rstd);
+      if (pw) {
+        for (int64_t j = 0; j < cols; ++j) pw[j] += gr[j] * (xr[j] * tr + tshift);
+      }
+      if (pb) {
+        for (int64_t j = 0; j < cols; ++j) pb[j] += gr[j];
+      }
+      if (!dx) continue;
+      const T* gwr = gr;
+      if (w) {
+        for (int64_t j = 0; j < cols; ++j) gw[static_cast<size_t>(j)] = gr[j] * w[j];
+        gwr = gw.data();
+      }
+      double s1 = 0, s2 = 0;
+      grad_sums_run(gwr, xr, cols, mean, s1, s2);
+      // dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) = gw*rstd + x*bx + k.
+      const double n = static_cast<double>(cols);
+      const double bx = -rstd * rstd * rstd * s2 / n;
+      const double k = -bx * mean - rstd * s1 / n;
+      const T tbx = static_cast<T>(bx), tk = static_cast<T>(k);
+      T* dr = dx + r * cols;
+      for (int64_t j = 0; j < cols; ++j) dr[j] = gwr[j] * tr + xr[j] * tbx + tk;
+    }
+  });
+  if (!want_params) return;
+  parallel_for(0, cols, 256, [&](int64_t j0, int64_t j1) {
+    for (int64_t j = j0; j < j1; ++j) {
+      double sw = 0, sb = 0;
+      for (int64_t k = 0; k < chunks; ++k) {
+        if (dw) sw += static_cast<double>(part_w[static_cast<size_t>(k * cols + j)]);
+        if (db) sb += static_cast<double>(part_b[static_cast<size_t>(k * cols + j)]);
+      }
+      if (dw) dw[j] = static_cast<T>(sw);
+      if (db) db[j] = static_cast<T>(sb);
+    }
+  });
+}
+
+template <typename F>
+void dispatch_norm(DType dt, const char* op, F&& f) {
+  if (dt == kFloat32) return f(float{});
+  if (dt == kFloat64) return f(double{});
+  EMBER_ERROR("[", op, "] kernel supports float32 and float64, got ", dt);
+}
+
+}  // namespace
+
+void batch_norm_train_forward(const Tensor& out, const Tensor& mean, const Tensor& var, const Tensor& invstd,
+                              const Tensor& input, const Tensor& weight, const Tensor& bias, double eps,
+                              BatchNormShape s) {
+  dispatch_norm(input.dtype(), "batch_norm", [&](auto tag) {
+    bn_train_forward<decltype(tag)>(out, mean, var, invstd, input, weight, bias, eps, s);
+  });
+}
+
+void batch_norm_apply(const Tensor& out, const Tensor& input, const Tensor& mean, const Tensor& invstd,
+                      const Tensor& weight, const Tensor& bias, BatchNormShape s) {
+  dispatch_norm(input.dtype(), "batch_norm",
+                [&](auto tag) { bn_apply<decltype(tag)>(out, input, mean, invstd, weight, bias, s); });
+}
+
+void batch_norm_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
+                         const Tensor& grad_out, const Tensor& input, const Tensor& mean, const Tensor& invstd,
+                         const Tensor& weight, bool training, BatchNormShape s) {
+  dispatch_norm(input.dtype(), "batch_norm_backward", [&](auto tag) {
+    bn_backward<decltype(tag)>(grad_input, grad_weight, grad_bias, grad_out, input, mean, invstd, weight, training,
+                               s);
+  });
+}
+
+void layer_norm_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& input,
+                        const Tensor& weight, const Tensor& bias, double eps, int64_t rows, int64_t cols) {
+  dispatch_norm(input.dtype(), "layer_norm", [&](auto tag) {
+    ln_forward<decltype(tag)>(out, mean, rstd, input, weight, bias, eps, rows, cols);
+  });
+}
+
+void layer_norm_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
+                         const Tensor& grad_out, const Tensor& input, const Tensor& mean, const Tensor& rstd,
+                         const Tensor& weight, int64_t rows, int64_t cols) {
+  dispatch_norm(input.dtype(), "layer_norm_backward", [&](auto tag) {
+    ln_backward<decltype(tag)>(grad_input, grad_weight, grad_bias, grad_out, input, mean, rstd, weight, rows, cols);
+  });
+}
+
+}  // namespace ember::kernels::cpu
