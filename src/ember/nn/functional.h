@@ -24,3 +24,14 @@ Tensor log_softmax(const Tensor& input, int64_t dim);
 Tensor dropout(const Tensor& input, double p = 0.5, bool training = true);
 
 }  // namespace ember::nn::functional
+
+// ---- attention (nn/modules/attention.cpp) ----
+namespace ember::nn::functional {
+// softmax(q k^T / sqrt(E) + mask) v over the last two dims: query [..., L, E], key
+// [..., S, E], value [..., S, Ev] -> [..., L, Ev]; batch dims broadcast. As PyTorch 2.x:
+// a bool attn_mask marks the positions that TAKE PART (true = attend; the opposite of
+// MultiheadAttention's masks), a float mask is added; is_causal masks keys j > i (do not
+// pass both). dropout_p applies to the attention weights.
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& attn_mask = {}, double dropout_p = 0.0, bool is_causal = false);
+}  // namespace ember::nn::functional

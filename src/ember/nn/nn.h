@@ -8,3 +8,7 @@
 #include "ember/nn/modules/container.h"
 #include "ember/nn/modules/linear.h"
 #include "ember/nn/loss.h"
+// ---- recurrent layers, attention, transformer (helper rnn) ----
+#include "ember/nn/modules/attention.h"
+#include "ember/nn/modules/rnn.h"
+#include "ember/nn/modules/transformer.h"
