@@ -46,3 +46,14 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
 Tensor bilinear(const Tensor& input1, const Tensor& input2, const Tensor& weight, const Tensor& bias = {});
 
 }  // namespace ember::nn::functional
+
+// ---- attention (nn/modules/attention.cpp) ----
+namespace ember::nn::functional {
+// softmax(q k^T / sqrt(E) + mask) v over the last two dims: query [..., L, E], key
+// [..., S, E], value [..., S, Ev] -> [..., L, Ev]; batch dims broadcast. As PyTorch 2.x:
+// a bool attn_mask marks the positions that TAKE PART (true = attend; the opposite of
+// MultiheadAttention's masks), a float mask is added; is_causal masks keys j > i (do not
+// pass both). dropout_p applies to the attention weights.
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& attn_mask = {}, double dropout_p = 0.0, bool is_causal = false);
+}  // namespace ember::nn::functional

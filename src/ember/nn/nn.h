@@ -13,3 +13,7 @@
 #include "ember/nn/modules/bilinear.h"
 #include "ember/nn/modules/embedding.h"
 #include "ember/nn/modules/normalization.h"
+// ---- recurrent layers, attention, transformer (helper rnn) ----
+#include "ember/nn/modules/attention.h"
+#include "ember/nn/modules/rnn.h"
+#include "ember/nn/modules/transformer.h"

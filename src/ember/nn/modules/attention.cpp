@@ -1,0 +1,214 @@
+#include "ember/nn/modules/attention.h"
+
+#include <cmath>
+#include <limits>
+
+#include "ember/autograd/grad_mode.h"
+#include "ember/core/check.h"
+#include "ember/core/op_scope.h"
+#include "ember/nn/functional.h"
+#include "ember/nn/init.h"
+#include "ember/ops/creation.h"
+#include "ember/ops/join.h"
+#include "ember/ops/linalg.h"
+#include "ember/ops/pointwise.h"
+
+namespace ember::nn {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+// A bool mask (true = ignore) as an additive float mask of dtype dt; float masks pass.
+Tensor additive_mask(const Tensor& mask, DType dt, const char* op, const char* what) {
+  if (mask.dtype() == kBool) return zeros(mask.sizes(), TensorOptions(dt)).masked_fill(mask, kNegInf);
+  EMBER_CHECK(mask.is_floating_point(), "[", op, "] ", what, " must be bool or floating point, got ", mask.dtype());
+  return mask.dtype() == dt ? mask : mask.to(dt);
+}
+
+}  // namespace
+
+namespace functional {
+
+Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                    const Tensor& attn_mask, double dropout_p, bool is_causal) {
+  OpScope scope("scaled_dot_product_attention");
+  const char* op = "scaled_dot_product_attention";
+  EMBER_CHECK(query.defined() && key.defined() && value.defined(), "[", op, "] query, key and value must be defined");
+  EMBER_CHECK(query.dim() >= 2 && key.dim() >= 2 && value.dim() >= 2, "[", op,
+              "] query, key and value need at least 2 dims ([..., L, E]), got sizes ", query.sizes(), ", ",
+              key.sizes(), ", ", value.sizes());
+  EMBER_CHECK(query.size(-1) == key.size(-1), "[", op, "] query and key must have the same last dim, got query ",
+              query.sizes(), " and key ", key.sizes());
+  EMBER_CHECK(key.size(-2) == value.size(-2), "[", op, "] key and value must have the same sequence length (dim -2), got key ",
+              key.sizes(), " and value ", value.sizes());
+  EMBER_CHECK(!(is_causal && attn_mask.defined()), "[", op,
+              "] pass either attn_mask or is_causal=true, not both");
+  EMBER_CHECK(dropout_p >= 0 && dropout_p <= 1, "[", op, "] dropout_p must be in [0, 1], got ", dropout_p);
+  const int64_t L = query.size(-2), S = key.size(-2);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(query.size(-1)));
+  Tensor scores = (query * scale).matmul(key.transpose(-2, -1));
+  if (is_causal) {
+    Tensor future = ones({L, S}, TensorOptions(kBool)).triu(1);
+    scores = scores.masked_fill(future, kNegInf);
+  } else if (attn_mask.defined()) {
+    // PyTorch's convention here: a bool mask marks the positions that TAKE PART.
+    if (attn_mask.dtype() == kBool) {
+      scores = scores.masked_fill(attn_mask.logical_not(), kNegInf);
+    } else {
+      scores = scores + attn_mask;
+    }
+  }
+  Tensor weights = scores.softmax(-1);
+  if (dropout_p > 0) weights = dropout(weights, dropout_p, true);
+  return weights.matmul(value);
+}
+
+}  // namespace functional
+
+MultiheadAttentionImpl::MultiheadAttentionImpl(const MultiheadAttentionOptions& options_)
+    : Module("MultiheadAttention"), options(options_) {
+  const int64_t E = options.embed_dim(), heads = options.num_heads();
+  EMBER_CHECK(E > 0 && heads > 0, "[nn.MultiheadAttention] embed_dim and num_heads must be positive, got ", E, " and ",
+              heads);
+  EMBER_CHECK(E % heads == 0, "[nn.MultiheadAttention] embed_dim must be divisible by num_heads, got embed_dim=", E,
+              " num_heads=", heads);
+  EMBER_CHECK(options.dropout() >= 0 && options.dropout() <= 1,
+              "[nn.MultiheadAttention] dropout must be in [0, 1], got ", options.dropout());
+  head_dim = E / heads;
+  const bool same = options.kdim() == E && options.vdim() == E;
+  if (same) {
+    in_proj_weight = register_parameter("in_proj_weight", empty({3 * E, E}));
+  } else {
+    q_proj_weight = register_parameter("q_proj_weight", empty({E, E}));
+    k_proj_weight = register_parameter("k_proj_weight", empty({E, options.kdim()}));
+    v_proj_weight = register_parameter("v_proj_weight", empty({E, options.vdim()}));
+    register_parameter("in_proj_weight", Tensor());
+  }
+  in_proj_bias = register_parameter("in_proj_bias", options.bias() ? empty({3 * E}) : Tensor());
+  out_proj = register_module("out_proj", Linear(LinearOptions(E, E).bias(options.bias())));
+  reset_parameters();
+}
+
+void MultiheadAttentionImpl::reset_parameters() {
+  if (in_proj_weight.defined()) {
+    init::xavier_uniform_(in_proj_weight);
+  } else {
+    init::xavier_uniform_(q_proj_weight);
+    init::xavier_uniform_(k_proj_weight);
+    init::xavier_uniform_(v_proj_weight);
+  }
+  if (in_proj_bias.defined()) init::zeros_(in_proj_bias);
+  if (out_proj->bias.defined()) init::zeros_(out_proj->bias);
+}
+
+std::shared_ptr<Module> MultiheadAttentionImpl::clone() const {
+  auto copy = std::make_shared<MultiheadAttentionImpl>(options);
+  clone_into(*copy);
+  return copy;
+}
+
+std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                           const Tensor& key_padding_mask, bool need_weights,
+                                                           const Tensor& attn_mask, bool average_attn_weights,
+                                                           bool is_causal) {
+  OpScope scope("multi_head_attention");
+  const char* op = "nn.MultiheadAttention";
+  EMBER_CHECK(query.defined() && key.defined() && value.defined(), "[", op, "] query, key and value must be defined");
+  EMBER_CHECK(query.dim() == 3 || query.dim() == 2, "[", op, "] query must have 3 dims (batched) or 2 (unbatched), got ",
+              query.sizes());
+  EMBER_CHECK(key.dim() == query.dim() && value.dim() == query.dim(), "[", op,
+              "] query, key and value must have the same number of dims, got query ", query.sizes(), ", key ",
+              key.sizes(), ", value ", value.sizes());
+  const bool unbatched = query.dim() == 2;
+  const int64_t E = options.embed_dim(), heads = options.num_heads();
+  // Work in PyTorch's [L, N, E] layout; keep "same tensor" relations for the packed path.
+  auto to_lne = [&](const Tensor& t) {
+    return unbatched ? t.unsqueeze(1) : options.batch_first() ? t.transpose(0, 1) : t;
+  };
+  const bool self_attention = query.is_same(key) && key.is_same(value);
+  Tensor q = to_lne(query);
+  Tensor k = self_attention ? q : to_lne(key);
+  Tensor v = self_attention ? q : to_lne(value);
+  const int64_t L = q.size(0), N = q.size(1), S = k.size(0);
+  EMBER_CHECK(q.size(2) == E, "[", op, "] query's feature size must be embed_dim=", E, ", got query of sizes ",
+              query.sizes());
+  EMBER_CHECK(k.size(2) == options.kdim() && v.size(2) == options.vdim(), "[", op, "] key and value feature sizes must be kdim=",
+              options.kdim(), " and vdim=", options.vdim(), ", got key ", key.sizes(), " and value ", value.sizes());
+  EMBER_CHECK(k.size(0) == v.size(0) && k.size(1) == N && v.size(1) == N, "[", op,
+              "] key and value must have the same sequence length and batch size as each other and the query, got query ",
+              query.sizes(), ", key ", key.sizes(), ", value ", value.sizes());
+
+  // Input projections.
+  Tensor bq, bk, bv;
+  if (in_proj_bias.defined()) {
+    std::vector<Tensor> b = in_proj_bias.chunk(3);
+    bq = b[0], bk = b[1], bv = b[2];
+  }
+  if (self_attention && in_proj_weight.defined()) {
+    std::vector<Tensor> qkv = functional::linear(q, in_proj_weight, in_proj_bias).chunk(3, -1);
+    q = qkv[0], k = qkv[1], v = qkv[2];
+  } else {
+    Tensor wq, wk, wv;
+    if (in_proj_weight.defined()) {
+      std::vector<Tensor> w = in_proj_weight.chunk(3);
+      wq = w[0], wk = w[1], wv = w[2];
+    } else {
+      wq = q_proj_weight, wk = k_proj_weight, wv = v_proj_weight;
+    }
+    q = functional::linear(q, wq, bq);
+    k = functional::linear(k, wk, bk);
+    v = functional::linear(v, wv, bv);
+  }
+  // [L, N, E] -> [N * heads, L, head_dim]
+  q = q.reshape({L, N * heads, head_dim}).transpose(0, 1);
+  k = k.reshape({S, N * heads, head_dim}).transpose(0, 1);
+  v = v.reshape({S, N * heads, head_dim}).transpose(0, 1);
+
+  // One additive mask [1 or N * heads, L or 1, S] from attn_mask, key_padding_mask, is_causal.
+  Tensor mask;
+  if (attn_mask.defined()) {
+    if (attn_mask.dim() == 2) {
+      EMBER_CHECK(attn_mask.size(0) == L && attn_mask.size(1) == S, "[", op, "] 2-D attn_mask should be [L, S] = [", L,
+                  ", ", S, "], got ", attn_mask.sizes());
+      mask = additive_mask(attn_mask, q.dtype(), op, "attn_mask").unsqueeze(0);
+    } else {
+      EMBER_CHECK(attn_mask.dim() == 3 && attn_mask.size(0) == N * heads && attn_mask.size(1) == L &&
+                      attn_mask.size(2) == S,
+                  "[", op, "] attn_mask should be [L, S] = [", L, ", ", S, "] or [N * num_heads, L, S] = [", N * heads,
+                  ", ", L, ", ", S, "], got ", attn_mask.sizes());
+      mask = additive_mask(attn_mask, q.dtype(), op, "attn_mask");
+    }
+  } else if (is_causal) {
+    mask = additive_mask(ones({L, S}, TensorOptions(kBool)).triu(1), q.dtype(), op, "causal mask").unsqueeze(0);
+  }
+  if (key_padding_mask.defined()) {
+    const std::vector<int64_t> want = unbatched ? std::vector<int64_t>{S} : std::vector<int64_t>{N, S};
+    EMBER_CHECK(key_padding_mask.sizes().vec() == want, "[", op, "] key_padding_mask should be [N, S] = [", N, ", ",
+                S, "], got ", key_padding_mask.sizes());
+    Tensor kpm = additive_mask(key_padding_mask, q.dtype(), op, "key_padding_mask")
+                     .reshape({N, 1, 1, S})
+                     .expand({N, heads, 1, S})
+                     .reshape({N * heads, 1, S});
+    mask = mask.defined() ? mask + kpm : kpm;
+  }
+
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
+  Tensor q_scaled = q * scale;
+  Tensor scores = mask.defined() ? baddbmm(mask.expand({N * heads, L, S}), q_scaled, k.transpose(1, 2))
+                                 : q_scaled.bmm(k.transpose(1, 2));
+  Tensor weights = scores.softmax(-1);
+  if (options.dropout() > 0 && is_training()) weights = functional::dropout(weights, options.dropout(), true);
+  Tensor out = weights.bmm(v).transpose(0, 1).reshape({L * N, E});
+  out = functional::linear(out, out_proj->weight, out_proj->bias).view({L, N, E});
+  out = unbatched ? out.squeeze(1) : options.batch_first() ? out.transpose(0, 1) : out;
+
+  Tensor avg;
+  if (need_weights) {
+    avg = weights.view({N, heads, L, S});
+    if (average_attn_weights) avg = avg.sum({1}) / static_cast<double>(heads);
+    if (unbatched) avg = avg.squeeze(0);
+  }
+  return {out, avg};
+}
+
+}  // namespace ember::nn
