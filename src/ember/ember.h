@@ -26,3 +26,6 @@
 #include "ember/core/ordered_dict.h"
 #include "ember/serialize/value.h"
 #include "ember/nn/nn.h"
+// Convolution and pooling.
+#include "ember/ops/conv.h"
+#include "ember/ops/pool.h"
