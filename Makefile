@@ -42,6 +42,7 @@ demo: build
 bench: build
 	@./$(BUILD_DIR)/bench/bench_ops
 	@./$(BUILD_DIR)/bench/bench_autograd
+	@./$(BUILD_DIR)/bench/bench_conv
 
 bench-train: build
 	@/usr/bin/python3 bench/train_fashion_mnist.py --build $(BUILD_DIR)

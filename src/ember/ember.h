@@ -31,3 +31,6 @@
 // ---- optim (optimizers, schedulers, clip_grad) ----
 #include "ember/optim/optim.h"
 #include "ember/data/data.h"
+// Convolution and pooling.
+#include "ember/ops/conv.h"
+#include "ember/ops/pool.h"

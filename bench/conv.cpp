@@ -1,0 +1,148 @@
+// bench/conv: convolution and pooling, ember vs libtorch 1.13 on the same inputs in one
+// process, both with the same number of threads (2 by default, --threads N). The cases
+// are the layers of the Fashion-MNIST CNN (batch 64). Prints both medians and the ratio
+// ember/torch (below 1.0 means ember is faster).
+
+#include <torch/torch.h>
+
+#include <ember/ember.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+torch::Tensor to_torch(const ember::Tensor& t) {
+  ember::Tensor c = t.contiguous();
+  torch::Tensor out = torch::empty(c.sizes().vec(), torch::TensorOptions().dtype(torch::kFloat32));
+  std::memcpy(out.data_ptr(), c.data_ptr(), c.nbytes());
+  return out;
+}
+
+double median_ms(const std::function<void()>& fn, int reps, int warmup) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    auto a = std::chrono::steady_clock::now();
+    fn();
+    auto b = std::chrono::steady_clock::now();
+    t.push_back(std::chrono::duration<double, std::milli>(b - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+struct Case {
+  std::string name;
+  std::function<void()> ember_fn, torch_fn;
+  int reps;
+};
+
+// One layer's tensors in both libraries (same values).
+struct ConvLayer {
+  ember::Tensor x, w, b, gy;
+  torch::Tensor tx, tw, tb, tgy;
+  ConvLayer(int64_t n, int64_t cin, int64_t cout, int64_t hw) {
+    x = ember::randn({n, cin, hw, hw});
+    w = ember::randn({cout, cin, 3, 3}) * 0.1;
+    b = ember::randn({cout});
+    gy = ember::randn({n, cout, hw, hw});
+    tx = to_torch(x), tw = to_torch(w), tb = to_torch(b), tgy = to_torch(gy);
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+  }
+  ember::set_num_threads(threads);
+  torch::set_num_threads(threads);
+  ember::manual_seed(0);
+
+  ConvLayer c2(64, 32, 64, 14), c1(64, 1, 32, 28);
+  ember::Tensor px = ember::randn({64, 32, 28, 28});
+  ember::Tensor pgy = ember::randn({64, 32, 14, 14});
+  torch::Tensor tpx = to_torch(px), tpgy = to_torch(pgy);
+
+  // fwd+bwd: x (when input_grad), weight and bias require grad; the gradient of the output is given.
+  auto ember_step = [](ConvLayer& l, bool input_grad) {
+    ember::Tensor x = input_grad ? l.x.detach().requires_grad_() : l.x;
+    ember::Tensor w = l.w.detach().requires_grad_(), b = l.b.detach().requires_grad_();
+    ember::conv2d(x, w, b, 1, 1).backward(l.gy);
+  };
+  auto torch_step = [](ConvLayer& l, bool input_grad) {
+    torch::Tensor x = input_grad ? l.tx.detach().requires_grad_() : l.tx;
+    torch::Tensor w = l.tw.detach().requires_grad_(), b = l.tb.detach().requires_grad_();
+    torch::conv2d(x, w, b, 1, 1).backward(l.tgy);
+  };
+
+  std::vector<Case> cases = {
+      {"conv2d 32->64 3x3 p1, 64x32x14x14 fwd",
+       [&] {
+         ember::NoGradGuard g;
+         ember::Tensor r = ember::conv2d(c2.x, c2.w, c2.b, 1, 1);
+       },
+       [&] {
+         torch::NoGradGuard g;
+         torch::Tensor r = torch::conv2d(c2.tx, c2.tw, c2.tb, 1, 1);
+       },
+       30},
+      {"conv2d 32->64 fwd+bwd (x, w, b grads)", [&] { ember_step(c2, true); }, [&] { torch_step(c2, true); }, 15},
+      {"conv2d 1->32 3x3 p1, 64x1x28x28 fwd",
+       [&] {
+         ember::NoGradGuard g;
+         ember::Tensor r = ember::conv2d(c1.x, c1.w, c1.b, 1, 1);
+       },
+       [&] {
+         torch::NoGradGuard g;
+         torch::Tensor r = torch::conv2d(c1.tx, c1.tw, c1.tb, 1, 1);
+       },
+       30},
+      {"conv2d 1->32 fwd+bwd (w, b grads)", [&] { ember_step(c1, false); }, [&] { torch_step(c1, false); }, 15},
+      {"max_pool2d 2, 64x32x28x28 fwd",
+       [&] {
+         ember::NoGradGuard g;
+         ember::Tensor r = ember::max_pool2d(px, 2);
+       },
+       [&] {
+         torch::NoGradGuard g;
+         torch::Tensor r = torch::max_pool2d(tpx, 2);
+       },
+       30},
+      {"max_pool2d 2 fwd+bwd",
+       [&] {
+         ember::Tensor x = px.detach().requires_grad_();
+         ember::max_pool2d(x, 2).backward(pgy);
+       },
+       [&] {
+         torch::Tensor x = tpx.detach().requires_grad_();
+         torch::max_pool2d(x, 2).backward(tpgy);
+       },
+       30},
+  };
+
+  std::printf("bench/conv: ember vs libtorch %s, %d threads, median of N runs\n", TORCH_VERSION, threads);
+  std::printf("%-42s %10s %10s %7s\n", "case", "ember ms", "torch ms", "ratio");
+  int slower = 0;
+  for (const auto& c : cases) {
+    if (!only.empty() && c.name.find(only) == std::string::npos) continue;
+    // Interleave the two libraries so machine noise hits both alike.
+    double e1 = median_ms(c.ember_fn, c.reps, 2), t1 = median_ms(c.torch_fn, c.reps, 2);
+    double e2 = median_ms(c.ember_fn, c.reps, 0), t2 = median_ms(c.torch_fn, c.reps, 0);
+    double e = std::min(e1, e2), t = std::min(t1, t2);
+    std::printf("%-42s %10.3f %10.3f %7.2f\n", c.name.c_str(), e, t, e / t);
+    if (e > t) ++slower;
+  }
+  std::printf("cases where ember is slower than torch: %d\n", slower);
+  return 0;
+}

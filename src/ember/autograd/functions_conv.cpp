@@ -1,0 +1,159 @@
+// Backward formulas of convolution and pooling (Note [Convolution primitives] in
+// ops/conv_prim.h): each formula applies the adjoint primitive, which records its own
+// node when the backward is itself recorded (create_graph).
+
+#include "ember/autograd/fn_node.h"
+#include "ember/ops/conv_prim.h"
+#include "ember/ops/index.h"
+
+namespace ember::autograd::fn {
+
+namespace {
+
+using kernels::cpu::ConvGeometry;
+using kernels::cpu::PoolGeometry;
+
+DimVector pack(const ConvGeometry& g) {
+  return {g.batch,    g.in_channels, g.in_h,     g.in_w,     g.out_channels, g.out_h,  g.out_w,  g.kernel_h,
+          g.kernel_w, g.stride_h,    g.stride_w, g.pad_h,    g.pad_w,        g.dil_h,  g.dil_w,  g.groups};
+}
+
+ConvGeometry unpack_conv(const DimVector& v) {
+  ConvGeometry g;
+  g.batch = v[0], g.in_channels = v[1], g.in_h = v[2], g.in_w = v[3], g.out_channels = v[4], g.out_h = v[5];
+  g.out_w = v[6], g.kernel_h = v[7], g.kernel_w = v[8], g.stride_h = v[9], g.stride_w = v[10], g.pad_h = v[11];
+  g.pad_w = v[12], g.dil_h = v[13], g.dil_w = v[14], g.groups = v[15];
+  return g;
+}
+
+DimVector pack(const PoolGeometry& g) {
+  return {g.planes,   g.in_h,     g.in_w,  g.out_h, g.out_w, g.kernel_h, g.kernel_w,
+          g.stride_h, g.stride_w, g.pad_h, g.pad_w, g.dil_h, g.dil_w};
+}
+
+PoolGeometry unpack_pool(const DimVector& v) {
+  PoolGeometry g;
+  g.planes = v[0], g.in_h = v[1], g.in_w = v[2], g.out_h = v[3], g.out_w = v[4], g.kernel_h = v[5];
+  g.kernel_w = v[6], g.stride_h = v[7], g.stride_w = v[8], g.pad_h = v[9], g.pad_w = v[10], g.dil_h = v[11];
+  g.dil_w = v[12];
+  return g;
+}
+
+// Saved: 0 = a, 1 = b. i0 = kind, ints = geometry, b0 = one_d. Outputs: a, b, bias.
+// Forward (x, w):  dx = Input(g, w),   dw = Weight(x, g)
+// Input (dy, w):   ddy = Forward(g, w), dw = Weight(g, dy)
+// Weight (x, dy):  dx = Input(dy, g),  ddy = Forward(x, g)
+variable_list conv_formula(FnNode& n, const variable_list& grads) {
+  const Tensor& g = grads[0];
+  const ConvGeometry geom = unpack_conv(n.ints);
+  const auto kind = static_cast<ConvKind>(n.i0);
+  const bool one_d = n.b0;
+  Tensor da, db, dbias;
+  if (n.should_compute_output(0)) {
+    const Tensor b = n.saved(1);
+    switch (kind) {
+      case ConvKind::Forward: da = ember::conv_prim(ConvKind::Input, g, b, {}, geom, one_d); break;
+      case ConvKind::Input: da = ember::conv_prim(ConvKind::Forward, g, b, {}, geom, one_d); break;
+      case ConvKind::Weight: da = ember::conv_prim(ConvKind::Input, b, g, {}, geom, one_d); break;
+    }
+  }
+  if (n.should_compute_output(1)) {
+    const Tensor a = n.saved(0);
+    switch (kind) {
+      case ConvKind::Forward: db = ember::conv_prim(ConvKind::Weight, a, g, {}, geom, one_d); break;
+      case ConvKind::Input: db = ember::conv_prim(ConvKind::Weight, g, a, {}, geom, one_d); break;
+      case ConvKind::Weight: db = ember::conv_prim(ConvKind::Forward, a, g, {}, geom, one_d); break;
+    }
+  }
+  if (n.num_outputs() > 2 && n.should_compute_output(2)) {
+    dbias = one_d ? g.sum({0, 2}) : g.sum({0, 2, 3});
+  }
+  return {da, db, dbias};
+}
+
+// i0 = kind, ints = geometry, b0 = count_include_pad, i1 = divisor_override; saved 0 =
+// indices (max pooling). The adjoint of each map:
+//   max pooling's scatter <-> gather at the indices; Avg <-> AvgBackward;
+//   Adaptive <-> AdaptiveBackward.
+Tensor gather_at(const Tensor& grad_input, const Tensor& indices, const PoolGeometry& g) {
+  // grad_input (..., H, W) read at each plane's indices gives (..., OH, OW).
+  const Tensor flat = grad_input.reshape({g.planes, g.in_h * g.in_w});
+  return flat.gather(1, indices.reshape({g.planes, g.out_h * g.out_w})).view(indices.sizes());
+}
+
+variable_list max_pool_formula(FnNode& n, const variable_list& grads) {
+  const PoolGeometry geom = unpack_pool(n.ints);
+  return {ember::pool_prim(PoolKind::MaxBackward, grads[0], n.saved(0), geom, {})};
+}
+
+variable_list pool_formula(FnNode& n, const variable_list& grads) {
+  const PoolGeometry geom = unpack_pool(n.ints);
+  const PoolExtra extra{n.b0, n.i1};
+  const Tensor& g = grads[0];
+  switch (static_cast<PoolKind>(n.i0)) {
+    case PoolKind::MaxBackward: return {gather_at(g, n.saved(0), geom)};
+    case PoolKind::Avg: return {ember::pool_prim(PoolKind::AvgBackward, g, {}, geom, extra)};
+    case PoolKind::AvgBackward: return {ember::pool_prim(PoolKind::Avg, g, {}, geom, extra)};
+    case PoolKind::Adaptive: return {ember::pool_prim(PoolKind::AdaptiveBackward, g, {}, geom, extra)};
+    case PoolKind::AdaptiveBackward: return {ember::pool_prim(PoolKind::Adaptive, g, {}, geom, extra)};
+  }
+  return {Tensor()};
+}
+
+const char* pool_node_name(PoolKind kind) {
+  switch (kind) {
+    case PoolKind::MaxBackward: return "MaxPool2DWithIndicesBackwardBackward0";
+    case PoolKind::Avg: return "AvgPool2DBackward0";
+    case PoolKind::AvgBackward: return "AvgPool2DBackwardBackward0";
+    case PoolKind::Adaptive: return "AdaptiveAvgPool2DBackward0";
+    case PoolKind::AdaptiveBackward: return "AdaptiveAvgPool2DBackwardBackward0";
+  }
+  return "PoolBackward";
+}
+
+}  // namespace
+
+Tensor conv_prim(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& bias, const ConvGeometry& g,
+                 bool one_d, PrimForward forward) {
+  Tensor out;
+  {
+    AutoGradMode off(false);
+    out = forward();
+  }
+  // PyTorch names the node of convolution and transposed convolution alike.
+  const char* name = kind == ConvKind::Weight ? "ConvolutionBackwardBackward0" : "ConvolutionBackward0";
+  auto node = bias.defined() ? make_node(name, conv_formula, {&a, &b, &bias}) : make_node(name, conv_formula, {&a, &b});
+  node->i0 = static_cast<int64_t>(kind);
+  node->ints = pack(g);
+  node->b0 = one_d;
+  node->save(node->should_compute_output(1) ? a : Tensor());
+  node->save(node->should_compute_output(0) ? b : Tensor());
+  set_history(out, node);
+  return out;
+}
+
+Tensor pool_prim(PoolKind kind, const Tensor& x, const Tensor& indices, const PoolGeometry& g,
+                 const PoolExtra& extra, PrimForward forward) {
+  Tensor out;
+  {
+    AutoGradMode off(false);
+    out = forward();
+  }
+  auto node = make_node(pool_node_name(kind), pool_formula, {&x});
+  node->i0 = static_cast<int64_t>(kind);
+  node->ints = pack(g);
+  node->b0 = extra.count_include_pad;
+  node->i1 = extra.divisor_override;
+  node->save(indices);
+  set_history(out, node);
+  return out;
+}
+
+void max_pool2d(const Tensor& input, const Tensor& out, const Tensor& indices, const PoolGeometry& g) {
+  auto node = make_node("MaxPool2DWithIndicesBackward0", max_pool_formula, {&input});
+  node->ints = pack(g);
+  node->save(indices);
+  set_history(out, node);
+}
+
+}  // namespace ember::autograd::fn

@@ -1,0 +1,303 @@
+// Convolution kernels: im2col + BLAS, one image per task (Note [Deterministic convolution]
+// in conv.h).
+
+#include "ember/kernels/cpu/conv.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "ember/core/check.h"
+#include "ember/core/parallel.h"
+#include "ember/kernels/cpu/gemm.h"
+#include "ember/ops/creation.h"
+
+namespace ember::kernels::cpu {
+
+namespace {
+
+// Keeps an OpenBLAS call on the calling thread even outside a parallel region (the OpenMP
+// build would otherwise spread it over omp_get_max_threads() threads and round
+// differently), restoring the setting afterwards.
+class OneThreadBlas {
+ public:
+  OneThreadBlas() : saved_(omp_in_parallel() ? 1 : omp_get_max_threads()) {
+    if (saved_ > 1) omp_set_num_threads(1);
+  }
+  ~OneThreadBlas() {
+    if (saved_ > 1) omp_set_num_threads(saved_);
+  }
+  OneThreadBlas(const OneThreadBlas&) = delete;
+  OneThreadBlas& operator=(const OneThreadBlas&) = delete;
+
+ private:
+  int saved_;
+};
+
+void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float beta, const float* a, int64_t lda, const float* b,
+          int64_t ldb, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), 1.0f, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+              c, static_cast<int>(ldc));
+}
+
+void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double beta, const double* a, int64_t lda,
+          const double* b, int64_t ldb, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
+              static_cast<int>(n), static_cast<int>(k), 1.0, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
+              c, static_cast<int>(ldc));
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; }
+
+// The output columns [lo, hi) whose input column ow * stride + offset lies inside [0, width).
+void valid_range(int64_t offset, int64_t stride, int64_t width, int64_t out, int64_t& lo, int64_t& hi) {
+  lo = offset >= 0 ? 0 : ceil_div(-offset, stride);
+  hi = std::min(out, ceil_div(width - offset, stride));
+  if (hi < lo) hi = lo;
+}
+
+// True when the column matrix of an image is the image itself (1x1 kernel, stride 1, no
+// padding).
+bool col_is_input(const ConvGeometry& g) {
+  return g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 && g.pad_w == 0;
+}
+
+// col[(c, ki, kj), (oh, ow)] = x[c, oh * sh - ph + ki * dh, ow * sw - pw + kj * dw] (zero
+// outside), for `channels` channels of one image; rows of col are `ld` apart.
+template <typename T>
+void im2col(const T* x, int64_t channels, const ConvGeometry& g, T* col, int64_t ld) {
+  const int64_t H = g.in_h, W = g.in_w, OH = g.out_h, OW = g.out_w;
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
+      for (int64_t kj = 0; kj < g.kernel_w; ++kj) {
+        T* dst = col + ((c * g.kernel_h + ki) * g.kernel_w + kj) * ld;
+        const int64_t w_off = kj * g.dil_w - g.pad_w;
+        int64_t lo, hi;
+        valid_range(w_off, g.stride_w, W, OW, lo, hi);
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          T* d = dst + oh * OW;
+          const int64_t ih = oh * g.stride_h - g.pad_h + ki * g.dil_h;
+          if (ih < 0 || ih >= H) {
+            std::fill(d, d + OW, T(0));
+            continue;
+          }
+          const T* src = x + (c * H + ih) * W + w_off;
+          std::fill(d, d + lo, T(0));
+          if (g.stride_w == 1) {
+            std::memcpy(d + lo, src + lo, static_cast<size_t>(hi - lo) * sizeof(T));
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) d[ow] = src[ow * g.stride_w];
+          }
+          std::fill(d + hi, d + OW, T(0));
+        }
+      }
+    }
+  }
+}
+
+// The adjoint of im2col: x[c, ih, iw] += col[...] for every position that read it. The
+// additions for one element happen in a fixed (ki, kj, oh, ow) order.
+template <typename T>
+void col2im(const T* col, int64_t channels, const ConvGeometry& g, T* x) {
+  const int64_t H = g.in_h, W = g.in_w, OH = g.out_h, OW = g.out_w;
+  const int64_t ld = OH * OW;
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t ki = 0; ki < g.kernel_h; ++ki) {
+      for (int64_t kj = 0; kj < g.kernel_w; ++kj) {
+        const T* src_row = col + ((c * g.kernel_h + ki) * g.kernel_w + kj) * ld;
+        const int64_t w_off = kj * g.dil_w - g.pad_w;
+        int64_t lo, hi;
+        valid_range(w_off, g.stride_w, W, OW, lo, hi);
+        for (int64_t oh = 0; oh < OH; ++oh) {
+          const int64_t ih = oh * g.stride_h - g.pad_h + ki * g.dil_h;
+          if (ih < 0 || ih >= H) continue;
+          const T* s = src_row + oh * OW;
+          T* d = x + (c * H + ih) * W + w_off;
+          if (g.stride_w == 1) {
+            for (int64_t ow = lo; ow < hi; ++ow) d[ow] += s[ow];
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) d[ow * g.stride_w] += s[ow];
+          }
+        }
+      }
+    }
+  }
+}
+
+// A per-thread scratch buffer that only grows, so that a task does not pay for a fresh
+// (page-faulting) allocation each time.
+template <typename T>
+T* scratch(size_t n) {
+  thread_local std::vector<T> buffer;
+  if (buffer.size() < n) buffer.resize(n);
+  return buffer.data();
+}
+
+template <typename T>
+void forward_impl(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
+                  const ConvGeometry& g) {
+  const int64_t Cg = g.in_channels / g.groups, Og = g.out_channels / g.groups;
+  const int64_t Kg = Cg * g.kernel_h * g.kernel_w, OHW = g.out_h * g.out_w, HW = g.in_h * g.in_w;
+  const T* x = input.data_ptr<T>();
+  const T* w = weight.data_ptr<T>();
+  const T* b = bias.defined() ? bias.data_ptr<T>() : nullptr;
+  T* y = out.data_ptr<T>();
+  const bool direct = col_is_input(g);
+  parallel_for(0, g.batch, 1, [&](int64_t begin, int64_t end) {
+    OneThreadBlas one_thread;
+    T* col = direct ? nullptr : scratch<T>(static_cast<size_t>(Kg * OHW));
+    for (int64_t n = begin; n < end; ++n) {
+      for (int64_t gi = 0; gi < g.groups; ++gi) {
+        const T* xg = x + (n * g.in_channels + gi * Cg) * HW;
+        T* yg = y + (n * g.out_channels + gi * Og) * OHW;
+        if (!direct) im2col(xg, Cg, g, col, OHW);
+        blas(false, false, Og, OHW, Kg, T(0), w + gi * Og * Kg, Kg, direct ? xg : col, OHW, yg, OHW);
+      }
+      if (b) {
+        T* yn = y + n * g.out_channels * OHW;
+        for (int64_t o = 0; o < g.out_channels; ++o) {
+          const T bo = b[o];
+          T* row = yn + o * OHW;
+          for (int64_t p = 0; p < OHW; ++p) row[p] += bo;
+        }
+      }
+    }
+  });
+}
+
+template <typename T>
+void input_grad_impl(const Tensor& grad_input, const Tensor& grad_out, const Tensor& weight, const ConvGeometry& g) {
+  const int64_t Cg = g.in_channels / g.groups, Og = g.out_channels / g.groups;
+  const int64_t Kg = Cg * g.kernel_h * g.kernel_w, OHW = g.out_h * g.out_w, HW = g.in_h * g.in_w;
+  const T* dy = grad_out.data_ptr<T>();
+  const T* w = weight.data_ptr<T>();
+  T* dx = grad_input.data_ptr<T>();
+  const bool direct = col_is_input(g);
+  parallel_for(0, g.batch, 1, [&](int64_t begin, int64_t end) {
+    OneThreadBlas one_thread;
+    T* col = direct ? nullptr : scratch<T>(static_cast<size_t>(Kg * OHW));
+    for (int64_t n = begin; n < end; ++n) {
+      for (int64_t gi = 0; gi < g.groups; ++gi) {
+        T* dxg = dx + (n * g.in_channels + gi * Cg) * HW;
+        const T* dyg = dy + (n * g.out_channels + gi * Og) * OHW;
+        if (Og == 0) {
+          std::fill(dxg, dxg + Cg * HW, T(0));
+          continue;
+        }
+        // col = W_g^T dy_g: [Kg, Og] x [Og, OHW].
+        blas(true, false, Kg, OHW, Og, T(0), w + gi * Og * Kg, Kg, dyg, OHW, direct ? dxg : col, OHW);
+        if (!direct) {
+          std::fill(dxg, dxg + Cg * HW, T(0));
+          col2im(col, Cg, g, dxg);
+        }
+      }
+    }
+  });
+}
+
+// Images per weight-gradient product: the column matrix of a chunk stays under ~64 MiB.
+// The chunking depends only on the sizes, and chunks are accumulated in order.
+int64_t images_per_chunk(const ConvGeometry& g, size_t elem) {
+  const int64_t per_image = g.in_channels * g.kernel_h * g.kernel_w * g.out_h * g.out_w * static_cast<int64_t>(elem);
+  constexpr int64_t kBudget = int64_t{64} << 20;
+  return std::max<int64_t>(1, std::min<int64_t>(g.batch, kBudget / std::max<int64_t>(1, per_image)));
+}
+
+template <typename T>
+void weight_grad_impl(const Tensor& grad_weight, const Tensor& input, const Tensor& grad_out, const ConvGeometry& g) {
+  const int64_t Cg = g.in_channels / g.groups, Og = g.out_channels / g.groups;
+  const int64_t Kg = Cg * g.kernel_h * g.kernel_w, OHW = g.out_h * g.out_w, HW = g.in_h * g.in_w;
+  const int64_t K = g.in_channels * g.kernel_h * g.kernel_w;
+  const int64_t chunk = images_per_chunk(g, sizeof(T));
+  const T* x = input.data_ptr<T>();
+  const T* dy = grad_out.data_ptr<T>();
+  const DType dt = input.dtype();
+  const Tensor dw = grad_weight.view({g.groups, Og, Kg});
+  for (int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
+    const int64_t nb = std::min(chunk, g.batch - n0);
+    const int64_t NP = nb * OHW;
+    // col: [K, nb * OHW], the columns of image n at n * OHW; dyt: [O, nb * OHW].
+    Tensor col = empty({K, NP}, dt);
+    Tensor dyt = empty({g.out_channels, NP}, dt);
+    T* colp = col.data_ptr<T>();
+    T* dytp = dyt.data_ptr<T>();
+    parallel_for(0, nb, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t n = n0 + i;
+        im2col(x + n * g.in_channels * HW, g.in_channels, g, colp + i * OHW, NP);
+        for (int64_t o = 0; o < g.out_channels; ++o) {
+          std::memcpy(dytp + o * NP + i * OHW, dy + (n * g.out_channels + o) * OHW, static_cast<size_t>(OHW) * sizeof(T));
+        }
+      }
+    });
+    // dw_g [Og, Kg] (+)= dyt_g [Og, NP] x col_g^T [NP, Kg], one tiled product per chunk.
+    const Tensor a = dyt.view({g.groups, Og, NP});
+    const Tensor b = col.as_strided({g.groups, NP, Kg}, {Kg * NP, 1, NP});
+    gemm(dw, a, b, 1, n0 == 0 ? 0 : 1, "conv2d");
+  }
+}
+
+template <typename F>
+void dispatch_conv(DType dt, const char* op, F&& f) {
+  if (dt == kFloat32) {
+    f(float{});
+  } else if (dt == kFloat64) {
+    f(double{});
+  } else {
+    EMBER_ERROR("[", op, "] internal: kernel called with dtype ", dt, " (expected float32 or float64)");
+  }
+}
+
+}  // namespace
+
+void conv2d_forward(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
+                    const ConvGeometry& g) {
+  if (out.numel() == 0) return;
+  dispatch_conv(out.dtype(), "conv2d", [&](auto tag) {
+    using T = decltype(tag);
+    if (g.in_channels == 0 || g.kernel_h * g.kernel_w == 0) {
+      std::fill(out.data_ptr<T>(), out.data_ptr<T>() + out.numel(), T(0));
+      if (bias.defined()) {
+        const T* b = bias.data_ptr<T>();
+        T* y = out.data_ptr<T>();
+        const int64_t OHW = g.out_h * g.out_w;
+        for (int64_t i = 0; i < out.numel(); ++i) y[i] = b[(i / OHW) % g.out_channels];
+      }
+      return;
+    }
+    forward_impl<T>(out, input, weight, bias, g);
+  });
+}
+
+void conv2d_input_grad(const Tensor& grad_input, const Tensor& grad_out, const Tensor& weight,
+                       const ConvGeometry& g) {
+  if (grad_input.numel() == 0) return;
+  dispatch_conv(grad_input.dtype(), "conv2d", [&](auto tag) {
+    using T = decltype(tag);
+    if (g.out_h * g.out_w == 0) {
+      std::fill(grad_input.data_ptr<T>(), grad_input.data_ptr<T>() + grad_input.numel(), T(0));
+      return;
+    }
+    input_grad_impl<T>(grad_input, grad_out, weight, g);
+  });
+}
+
+void conv2d_weight_grad(const Tensor& grad_weight, const Tensor& input, const Tensor& grad_out,
+                        const ConvGeometry& g) {
+  if (grad_weight.numel() == 0) return;
+  dispatch_conv(grad_weight.dtype(), "conv2d", [&](auto tag) {
+    using T = decltype(tag);
+    if (g.batch * g.out_h * g.out_w == 0) {
+      std::fill(grad_weight.data_ptr<T>(), grad_weight.data_ptr<T>() + grad_weight.numel(), T(0));
+      return;
+    }
+    weight_grad_impl<T>(grad_weight, input, grad_out, g);
+  });
+}
+
+}  // namespace ember::kernels::cpu

@@ -1,0 +1,36 @@
+#pragma once
+// Internal: 2-D convolution kernels on contiguous NCHW float32/float64 tensors (1-D
+// convolutions arrive as 2-D ones with a height of 1). The ops have checked shapes and
+// dtypes. Note [Deterministic convolution]: every image is computed by one thread
+// (im2col + a single-threaded BLAS call), and the weight gradient is one product over
+// the whole batch through the tiled gemm, so results never depend on the thread count.
+
+#include <cstdint>
+
+#include "ember/core/tensor.h"
+
+namespace ember::kernels::cpu {
+
+// The sizes relating a convolution's input x [batch, in_channels, in_h, in_w], its
+// weight [out_channels, in_channels / groups, kernel_h, kernel_w] and its output
+// [batch, out_channels, out_h, out_w].
+struct ConvGeometry {
+  int64_t batch = 0, in_channels = 0, in_h = 0, in_w = 0;
+  int64_t out_channels = 0, out_h = 0, out_w = 0;
+  int64_t kernel_h = 1, kernel_w = 1;
+  int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
+  int64_t groups = 1;
+};
+
+// out = conv(input, weight) + bias (bias may be undefined).
+void conv2d_forward(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
+                    const ConvGeometry& g);
+// grad_input = the gradient of conv with respect to its input for grad_out (also the
+// forward of the transposed convolution). grad_input is overwritten.
+void conv2d_input_grad(const Tensor& grad_input, const Tensor& grad_out, const Tensor& weight,
+                       const ConvGeometry& g);
+// grad_weight = the gradient of conv with respect to its weight. Overwritten.
+void conv2d_weight_grad(const Tensor& grad_weight, const Tensor& input, const Tensor& grad_out,
+                        const ConvGeometry& g);
+
+}  // namespace ember::kernels::cpu

@@ -1,0 +1,263 @@
+// Pooling kernels: direct loops, one plane per task.
+
+#include "ember/kernels/cpu/pool.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "ember/core/check.h"
+#include "ember/core/parallel.h"
+
+namespace ember::kernels::cpu {
+
+namespace {
+
+// Planes per task: about 32K input elements, so small planes are grouped.
+int64_t plane_grain(const PoolGeometry& g) {
+  return std::max<int64_t>(1, 32768 / std::max<int64_t>(1, g.in_h * g.in_w));
+}
+
+template <typename F>
+void dispatch_pool(DType dt, const char* op, F&& f) {
+  if (dt == kFloat32) {
+    f(float{});
+  } else if (dt == kFloat64) {
+    f(double{});
+  } else {
+    EMBER_ERROR("[", op, "] internal: kernel called with dtype ", dt, " (expected float32 or float64)");
+  }
+}
+
+// NaN wins, then the first of equal values (PyTorch's rule).
+template <typename T>
+inline bool takes_over(T v, T best) {
+  return v > best || std::isnan(v);
+}
+
+template <typename T>
+void max_pool_plane(const T* x, T* y, int64_t* idx, const PoolGeometry& g) {
+  const int64_t H = g.in_h, W = g.in_w;
+  const bool fast2 = g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 &&
+                     g.pad_w == 0 && g.dil_h == 1 && g.dil_w == 1;
+  if (fast2) {
+    for (int64_t oh = 0; oh < g.out_h; ++oh) {
+      const T* r0 = x + 2 * oh * W;
+      const T* r1 = r0 + W;
+      T* yr = y + oh * g.out_w;
+      if (idx) {
+        int64_t* ir = idx + oh * g.out_w;
+        const int64_t base = 2 * oh * W;
+        for (int64_t ow = 0; ow < g.out_w; ++ow) {
+          T best = r0[2 * ow];
+          int64_t at = base + 2 * ow;
+          if (takes_over(r0[2 * ow + 1], best)) best = r0[2 * ow + 1], at = base + 2 * ow + 1;
+          if (takes_over(r1[2 * ow], best)) best = r1[2 * ow], at = base + W + 2 * ow;
+          if (takes_over(r1[2 * ow + 1], best)) best = r1[2 * ow + 1], at = base + W + 2 * ow + 1;
+          yr[ow] = best;
+          ir[ow] = at;
+        }
+      } else {
+        for (int64_t ow = 0; ow < g.out_w; ++ow) {
+          T best = r0[2 * ow];
+          const T b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+          best = takes_over(b, best) ? b : best;
+          best = takes_over(c, best) ? c : best;
+          best = takes_over(d, best) ? d : best;
+          yr[ow] = best;
+        }
+      }
+    }
+    return;
+  }
+  for (int64_t oh = 0; oh < g.out_h; ++oh) {
+    int64_t h0 = oh * g.stride_h - g.pad_h;
+    const int64_t h1 = std::min(h0 + (g.kernel_h - 1) * g.dil_h + 1, H);
+    while (h0 < 0) h0 += g.dil_h;
+    for (int64_t ow = 0; ow < g.out_w; ++ow) {
+      int64_t w0 = ow * g.stride_w - g.pad_w;
+      const int64_t w1 = std::min(w0 + (g.kernel_w - 1) * g.dil_w + 1, W);
+      while (w0 < 0) w0 += g.dil_w;
+      T best = -std::numeric_limits<T>::infinity();
+      int64_t at = h0 * W + w0;
+      for (int64_t ih = h0; ih < h1; ih += g.dil_h) {
+        for (int64_t iw = w0; iw < w1; iw += g.dil_w) {
+          const T v = x[ih * W + iw];
+          if (takes_over(v, best)) best = v, at = ih * W + iw;
+        }
+      }
+      y[oh * g.out_w + ow] = best;
+      if (idx) idx[oh * g.out_w + ow] = at;
+    }
+  }
+}
+
+// The window of output (oh, ow) clipped to the input, and PyTorch's divisor for it.
+struct AvgWindow {
+  int64_t h0, h1, w0, w1, divisor;
+};
+
+AvgWindow avg_window(const PoolGeometry& g, int64_t oh, int64_t ow, bool count_include_pad, int64_t divisor_override) {
+  int64_t h0 = oh * g.stride_h - g.pad_h, w0 = ow * g.stride_w - g.pad_w;
+  int64_t h1 = std::min(h0 + g.kernel_h, g.in_h + g.pad_h), w1 = std::min(w0 + g.kernel_w, g.in_w + g.pad_w);
+  const int64_t pool_size = (h1 - h0) * (w1 - w0);
+  h0 = std::max<int64_t>(h0, 0);
+  w0 = std::max<int64_t>(w0, 0);
+  h1 = std::min(h1, g.in_h);
+  w1 = std::min(w1, g.in_w);
+  const int64_t divisor =
+      divisor_override ? divisor_override : (count_include_pad ? pool_size : (h1 - h0) * (w1 - w0));
+  return {h0, h1, w0, w1, divisor};
+}
+
+int64_t adaptive_start(int64_t o, int64_t in, int64_t out) { return (o * in) / out; }
+int64_t adaptive_end(int64_t o, int64_t in, int64_t out) { return ((o + 1) * in + out - 1) / out; }
+
+}  // namespace
+
+void max_pool2d_forward(const Tensor& out, const Tensor& indices, const Tensor& input, const PoolGeometry& g) {
+  if (out.numel() == 0) return;
+  dispatch_pool(out.dtype(), "max_pool2d", [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = input.data_ptr<T>();
+    T* y = out.data_ptr<T>();
+    int64_t* idx = indices.defined() ? indices.data_ptr<int64_t>() : nullptr;
+    const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+    parallel_for(0, g.planes, plane_grain(g), [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        max_pool_plane(x + p * in_plane, y + p * out_plane, idx ? idx + p * out_plane : nullptr, g);
+      }
+    });
+  });
+}
+
+void max_pool2d_backward(const Tensor& grad_input, const Tensor& grad_out, const Tensor& indices,
+                         const PoolGeometry& g) {
+  if (grad_input.numel() == 0) return;
+  dispatch_pool(grad_input.dtype(), "max_pool2d_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* dy = grad_out.data_ptr<T>();
+    const int64_t* idx = indices.data_ptr<int64_t>();
+    T* dx = grad_input.data_ptr<T>();
+    const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+    parallel_for(0, g.planes, plane_grain(g), [&](int64_t begin, int64_t end) {
+      std::fill(dx + begin * in_plane, dx + end * in_plane, T(0));
+      for (int64_t p = begin; p < end; ++p) {
+        T* d = dx + p * in_plane;
+        const T* s = dy + p * out_plane;
+        const int64_t* ip = idx + p * out_plane;
+        for (int64_t i = 0; i < out_plane; ++i) d[ip[i]] += s[i];
+      }
+    });
+  });
+}
+
+void avg_pool2d_forward(const Tensor& out, const Tensor& input, const PoolGeometry& g, bool count_include_pad,
+                        int64_t divisor_override) {
+  if (out.numel() == 0) return;
+  dispatch_pool(out.dtype(), "avg_pool2d", [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = input.data_ptr<T>();
+    T* y = out.data_ptr<T>();
+    const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+    parallel_for(0, g.planes, plane_grain(g), [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        const T* xp = x + p * in_plane;
+        T* yp = y + p * out_plane;
+        for (int64_t oh = 0; oh < g.out_h; ++oh) {
+          for (int64_t ow = 0; ow < g.out_w; ++ow) {
+            const AvgWindow w = avg_window(g, oh, ow, count_include_pad, divisor_override);
+            T sum = 0;
+            for (int64_t ih = w.h0; ih < w.h1; ++ih) {
+              for (int64_t iw = w.w0; iw < w.w1; ++iw) sum += xp[ih * g.in_w + iw];
+            }
+            yp[oh * g.out_w + ow] = (w.h0 >= w.h1 || w.w0 >= w.w1) ? T(0) : sum / static_cast<T>(w.divisor);
+          }
+        }
+      }
+    });
+  });
+}
+
+void avg_pool2d_backward(const Tensor& grad_input, const Tensor& grad_out, const PoolGeometry& g,
+                         bool count_include_pad, int64_t divisor_override) {
+  if (grad_input.numel() == 0) return;
+  dispatch_pool(grad_input.dtype(), "avg_pool2d_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* dy = grad_out.data_ptr<T>();
+    T* dx = grad_input.data_ptr<T>();
+    const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+    parallel_for(0, g.planes, plane_grain(g), [&](int64_t begin, int64_t end) {
+      std::fill(dx + begin * in_plane, dx + end * in_plane, T(0));
+      for (int64_t p = begin; p < end; ++p) {
+        T* dp = dx + p * in_plane;
+        const T* sp = dy + p * out_plane;
+        for (int64_t oh = 0; oh < g.out_h; ++oh) {
+          for (int64_t ow = 0; ow < g.out_w; ++ow) {
+            const AvgWindow w = avg_window(g, oh, ow, count_include_pad, divisor_override);
+            const T v = sp[oh * g.out_w + ow] / static_cast<T>(w.divisor);
+            for (int64_t ih = w.h0; ih < w.h1; ++ih) {
+              for (int64_t iw = w.w0; iw < w.w1; ++iw) dp[ih * g.in_w + iw] += v;
+            }
+          }
+        }
+      }
+    });
+  });
+}
+
+void adaptive_avg_pool2d_forward(const Tensor& out, const Tensor& input, const PoolGeometry& g) {
+  if (out.numel() == 0) return;
+  dispatch_pool(out.dtype(), "adaptive_avg_pool2d", [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = input.data_ptr<T>();
+    T* y = out.data_ptr<T>();
+    const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+    parallel_for(0, g.planes, plane_grain(g), [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        const T* xp = x + p * in_plane;
+        T* yp = y + p * out_plane;
+        for (int64_t oh = 0; oh < g.out_h; ++oh) {
+          const int64_t h0 = adaptive_start(oh, g.in_h, g.out_h), h1 = adaptive_end(oh, g.in_h, g.out_h);
+          for (int64_t ow = 0; ow < g.out_w; ++ow) {
+            const int64_t w0 = adaptive_start(ow, g.in_w, g.out_w), w1 = adaptive_end(ow, g.in_w, g.out_w);
+            T sum = 0;
+            for (int64_t ih = h0; ih < h1; ++ih) {
+              for (int64_t iw = w0; iw < w1; ++iw) sum += xp[ih * g.in_w + iw];
+            }
+            yp[oh * g.out_w + ow] = sum / static_cast<T>((h1 - h0) * (w1 - w0));
+          }
+        }
+      }
+    });
+  });
+}
+
+void adaptive_avg_pool2d_backward(const Tensor& grad_input, const Tensor& grad_out, const PoolGeometry& g) {
+  if (grad_input.numel() == 0) return;
+  dispatch_pool(grad_input.dtype(), "adaptive_avg_pool2d_backward", [&](auto tag) {
+    using T = decltype(tag);
+    const T* dy = grad_out.data_ptr<T>();
+    T* dx = grad_input.data_ptr<T>();
+    const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+    parallel_for(0, g.planes, plane_grain(g), [&](int64_t begin, int64_t end) {
+      std::fill(dx + begin * in_plane, dx + end * in_plane, T(0));
+      for (int64_t p = begin; p < end; ++p) {
+        T* dp = dx + p * in_plane;
+        const T* sp = dy + p * out_plane;
+        for (int64_t oh = 0; oh < g.out_h; ++oh) {
+          const int64_t h0 = adaptive_start(oh, g.in_h, g.out_h), h1 = adaptive_end(oh, g.in_h, g.out_h);
+          for (int64_t ow = 0; ow < g.out_w; ++ow) {
+            const int64_t w0 = adaptive_start(ow, g.in_w, g.out_w), w1 = adaptive_end(ow, g.in_w, g.out_w);
+            const T v = sp[oh * g.out_w + ow] / static_cast<T>((h1 - h0) * (w1 - w0));
+            for (int64_t ih = h0; ih < h1; ++ih) {
+              for (int64_t iw = w0; iw < w1; ++iw) dp[ih * g.in_w + iw] += v;
+            }
+          }
+        }
+      }
+    });
+  });
+}
+
+}  // namespace ember::kernels::cpu

@@ -1,0 +1,33 @@
+#pragma once
+// Internal: 2-D pooling kernels over contiguous [planes, H, W] float32/float64 tensors
+// (a plane is one channel of one image). Parallel over planes; each output element and
+// each plane of a gradient is computed by one thread in a fixed order, so results do not
+// depend on the thread count.
+
+#include <cstdint>
+
+#include "ember/core/tensor.h"
+
+namespace ember::kernels::cpu {
+
+struct PoolGeometry {
+  int64_t planes = 0, in_h = 0, in_w = 0, out_h = 0, out_w = 0;
+  int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
+};
+
+// out = the window maxima (NaN wins, as in PyTorch); indices (int64, may be undefined)
+// = the flat position ih * W + iw of each maximum within its plane.
+void max_pool2d_forward(const Tensor& out, const Tensor& indices, const Tensor& input, const PoolGeometry& g);
+// grad_input (overwritten) = grad_out scattered to the positions in indices.
+void max_pool2d_backward(const Tensor& grad_input, const Tensor& grad_out, const Tensor& indices,
+                         const PoolGeometry& g);
+// Window means with PyTorch's divisor rules; divisor_override 0 means none.
+void avg_pool2d_forward(const Tensor& out, const Tensor& input, const PoolGeometry& g, bool count_include_pad,
+                        int64_t divisor_override);
+void avg_pool2d_backward(const Tensor& grad_input, const Tensor& grad_out, const PoolGeometry& g,
+                         bool count_include_pad, int64_t divisor_override);
+// Adaptive average pooling: output cell o covers [floor(o*I/O), ceil((o+1)*I/O)).
+void adaptive_avg_pool2d_forward(const Tensor& out, const Tensor& input, const PoolGeometry& g);
+void adaptive_avg_pool2d_backward(const Tensor& grad_input, const Tensor& grad_out, const PoolGeometry& g);
+
+}  // namespace ember::kernels::cpu

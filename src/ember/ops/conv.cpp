@@ -1,0 +1,275 @@
+// Convolution ops: argument checks and output shapes, then the primitives of
+// Note [Convolution primitives] (ops/conv_prim.h) over the kernels in kernels/cpu/conv.cpp.
+
+#include "ember/ops/conv.h"
+
+#include <cstring>
+#include <string>
+
+#include "ember/autograd/record.h"
+#include "ember/core/check.h"
+#include "ember/core/op_scope.h"
+#include "ember/ops/conv_prim.h"
+#include "ember/ops/creation.h"
+#include "ember/ops/join.h"
+
+namespace ember {
+
+namespace {
+
+using kernels::cpu::ConvGeometry;
+
+DimVector x_shape(const ConvGeometry& g, bool one_d) {
+  return one_d ? DimVector{g.batch, g.in_channels, g.in_w} : DimVector{g.batch, g.in_channels, g.in_h, g.in_w};
+}
+DimVector y_shape(const ConvGeometry& g, bool one_d) {
+  return one_d ? DimVector{g.batch, g.out_channels, g.out_w} : DimVector{g.batch, g.out_channels, g.out_h, g.out_w};
+}
+DimVector w_shape(const ConvGeometry& g, bool one_d) {
+  const int64_t cg = g.groups > 0 ? g.in_channels / g.groups : 0;
+  return one_d ? DimVector{g.out_channels, cg, g.kernel_w} : DimVector{g.out_channels, cg, g.kernel_h, g.kernel_w};
+}
+
+// t as a contiguous 4-D tensor (1-D convolutions get a height of 1).
+Tensor as_4d(const Tensor& t, const DimVector& shape3or4) {
+  const Tensor c = t.contiguous();
+  if (shape3or4.size() == 4) return c;
+  return c.view({shape3or4[0], shape3or4[1], 1, shape3or4[2]});
+}
+
+Tensor conv_raw(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& bias, const ConvGeometry& g,
+                bool one_d) {
+  const DimVector xs = x_shape(g, one_d), ys = y_shape(g, one_d), ws = w_shape(g, one_d);
+  const DType dt = a.dtype();
+  Tensor out;
+  switch (kind) {
+    case ConvKind::Forward:
+      out = empty(ys, dt);
+      kernels::cpu::conv2d_forward(as_4d(out, ys), as_4d(a, xs), as_4d(b, ws),
+                                   bias.defined() ? bias.contiguous() : Tensor(), g);
+      break;
+    case ConvKind::Input:
+      out = empty(xs, dt);
+      kernels::cpu::conv2d_input_grad(as_4d(out, xs), as_4d(a, ys), as_4d(b, ws), g);
+      if (bias.defined() && out.numel() > 0) {
+        out.add_(one_d ? bias.view({1, g.in_channels, 1}) : bias.view({1, g.in_channels, 1, 1}));
+      }
+      break;
+    case ConvKind::Weight:
+      out = empty(ws, dt);
+      kernels::cpu::conv2d_weight_grad(as_4d(out, ws), as_4d(a, xs), as_4d(b, ys), g);
+      break;
+  }
+  return out;
+}
+
+DimVector per_dim(IntArrayRef v, int64_t n, const char* op, const char* name) {
+  EMBER_CHECK(v.size() == 1 || static_cast<int64_t>(v.size()) == n, "[", op, "] ", name, " must have 1 or ", n,
+              " values (one per spatial dim), got ", v);
+  DimVector out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = v.size() == 1 ? v[0] : v[static_cast<size_t>(i)];
+  return out;
+}
+
+std::string size_str(const DimVector& v) {
+  std::string s = "(";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? " x " : "") + std::to_string(v[i]);
+  return s + ")";
+}
+
+void check_inputs(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t spatial) {
+  EMBER_CHECK(input.defined(), "[", op, "] input is an undefined tensor");
+  EMBER_CHECK(weight.defined(), "[", op, "] weight is an undefined tensor");
+  EMBER_CHECK(input.dim() == spatial + 1 || input.dim() == spatial + 2, "[", op, "] expected a ", spatial + 1,
+              "-D (unbatched) or ", spatial + 2, "-D (batched) input, got a ", input.dim(), "-D tensor of shape ",
+              input.sizes());
+  EMBER_CHECK(weight.dim() == spatial + 2, "[", op, "] expected a ", spatial + 2, "-D weight, got a ",
+              weight.dim(), "-D tensor of shape ", weight.sizes());
+  EMBER_CHECK(is_floating_point(input.dtype()), "[", op, "] expected a floating-point input, got dtype ",
+              input.dtype(), "; convert it with .to(ember::kFloat32)");
+  EMBER_CHECK(input.dtype() == weight.dtype(), "[", op, "] input dtype (", input.dtype(),
+              ") and weight dtype (", weight.dtype(), ") should be the same; convert one with .to()");
+  EMBER_CHECK(!bias.defined() || bias.dtype() == input.dtype(), "[", op, "] bias dtype (",
+              bias.defined() ? bias.dtype() : input.dtype(), ") should match the input dtype (", input.dtype(), ")");
+}
+
+Tensor convolution(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t spatial,
+                   IntArrayRef stride_arg, IntArrayRef padding_arg, IntArrayRef dilation_arg,
+                   IntArrayRef output_padding_arg, int64_t groups, bool transposed) {
+  check_inputs(op, input, weight, bias, spatial);
+  const DimVector stride = per_dim(stride_arg, spatial, op, "stride");
+  const DimVector padding = per_dim(padding_arg, spatial, op, "padding");
+  const DimVector dilation = per_dim(dilation_arg, spatial, op, "dilation");
+  const DimVector out_pad = per_dim(output_padding_arg, spatial, op, "output_padding");
+  EMBER_CHECK(groups > 0, "[", op, "] groups must be positive, got ", groups);
+  for (int64_t i = 0; i < spatial; ++i) {
+    const size_t d = static_cast<size_t>(i);
+    EMBER_CHECK(stride[d] > 0, "[", op, "] stride must be positive, got ", stride_arg);
+    EMBER_CHECK(dilation[d] > 0, "[", op, "] dilation must be positive, got ", dilation_arg);
+    EMBER_CHECK(padding[d] >= 0, "[", op, "] padding must be non-negative, got ", padding_arg);
+    EMBER_CHECK(out_pad[d] >= 0, "[", op, "] output_padding must be non-negative, got ", output_padding_arg);
+    EMBER_CHECK(!transposed || out_pad[d] < stride[d] || out_pad[d] < dilation[d], "[", op,
+                "] output_padding must be smaller than either stride or dilation, got output_padding ",
+                output_padding_arg, ", stride ", stride_arg, ", dilation ", dilation_arg);
+  }
+  const bool batched = input.dim() == spatial + 2;
+  const Tensor x = batched ? input : input.unsqueeze(0);
+  const int64_t in_ch = x.size(1);
+  int64_t out_ch = 0;
+  if (!transposed) {
+    EMBER_CHECK(weight.size(0) % groups == 0, "[", op, "] out_channels (weight.size(0) = ", weight.size(0),
+                ") must be divisible by groups = ", groups);
+    EMBER_CHECK(in_ch == weight.size(1) * groups, "[", op, "] given groups=", groups, ", weight of size ",
+                weight.sizes(), " expects the input ", input.sizes(), " to have ", weight.size(1) * groups,
+                " channels (weight.size(1) * groups), but it has ", in_ch);
+    out_ch = weight.size(0);
+  } else {
+    EMBER_CHECK(in_ch == weight.size(0), "[", op, "] given transposed weight of size ", weight.sizes(),
+                " (in_channels, out_channels / groups, ...), expected the input ", input.sizes(), " to have ",
+                weight.size(0), " channels, but it has ", in_ch);
+    EMBER_CHECK(in_ch % groups == 0, "[", op, "] in_channels (", in_ch, ") must be divisible by groups = ", groups);
+    out_ch = weight.size(1) * groups;
+  }
+  EMBER_CHECK(!bias.defined() || (bias.dim() == 1 && bias.size(0) == out_ch), "[", op, "] expected bias of shape [",
+              out_ch, "] (one value per output channel), got ", bias.sizes());
+
+  // The convolution's x side is the op's input for convolutions and its output for
+  // transposed ones.
+  DimVector in_sp(static_cast<size_t>(spatial)), out_sp(static_cast<size_t>(spatial));
+  DimVector kernel(static_cast<size_t>(spatial));
+  for (int64_t i = 0; i < spatial; ++i) {
+    const size_t d = static_cast<size_t>(i);
+    kernel[d] = weight.size(2 + i);
+    in_sp[d] = x.size(2 + i);
+  }
+  if (!transposed) {
+    DimVector padded(in_sp), eff(kernel);
+    bool fits = true;
+    for (size_t d = 0; d < padded.size(); ++d) {
+      padded[d] = in_sp[d] + 2 * padding[d];
+      eff[d] = dilation[d] * (kernel[d] - 1) + 1;
+      fits = fits && padded[d] >= eff[d];
+      out_sp[d] = fits ? (padded[d] - eff[d]) / stride[d] + 1 : 0;
+    }
+    EMBER_CHECK(fits, "[", op, "] calculated padded input size per channel: ", size_str(padded),
+                ". Kernel size (dilated): ", size_str(eff),
+                ". Kernel size can't be greater than actual input size; pad the input or use a smaller kernel");
+  } else {
+    for (size_t d = 0; d < in_sp.size(); ++d) {
+      out_sp[d] = (in_sp[d] - 1) * stride[d] - 2 * padding[d] + dilation[d] * (kernel[d] - 1) + out_pad[d] + 1;
+    }
+    bool positive = true;
+    for (int64_t s : out_sp) positive = positive && s > 0;
+    EMBER_CHECK(positive, "[", op, "] the output size ", size_str(out_sp), " computed from input ", input.sizes(),
+                ", kernel ", size_str(kernel), ", stride, padding and output_padding is not positive");
+  }
+
+  ConvGeometry g;
+  g.batch = x.size(0);
+  g.groups = groups;
+  const DimVector& xs = transposed ? out_sp : in_sp;
+  const DimVector& ys = transposed ? in_sp : out_sp;
+  g.in_channels = transposed ? out_ch : in_ch;
+  g.out_channels = transposed ? in_ch : out_ch;
+  const size_t w = static_cast<size_t>(spatial - 1);
+  g.in_w = xs[w], g.out_w = ys[w], g.kernel_w = kernel[w];
+  g.stride_w = stride[w], g.pad_w = padding[w], g.dil_w = dilation[w];
+  if (spatial == 2) {
+    g.in_h = xs[0], g.out_h = ys[0], g.kernel_h = kernel[0];
+    g.stride_h = stride[0], g.pad_h = padding[0], g.dil_h = dilation[0];
+  } else {
+    g.in_h = g.out_h = 1;
+  }
+
+  const DType dt = input.dtype();
+  const bool reduced = dt == kFloat16 || dt == kBFloat16;
+  const Tensor xc = reduced ? x.to(kFloat32) : x;
+  const Tensor wc = reduced ? weight.to(kFloat32) : weight;
+  const Tensor bc = reduced && bias.defined() ? bias.to(kFloat32) : bias;
+  Tensor out = conv_prim(transposed ? ConvKind::Input : ConvKind::Forward, xc, wc, bc, g, spatial == 1);
+  if (reduced) out = out.to(dt);
+  return batched ? out : out.squeeze(0);
+}
+
+// PyTorch's padding="same"/"valid": returns the input (padded on the right by one where the
+// total padding d * (k - 1) is odd) and the symmetric padding to use.
+Tensor string_padding(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t spatial,
+                      IntArrayRef stride, const char* padding, IntArrayRef dilation_arg, DimVector& pads) {
+  check_inputs(op, input, weight, bias, spatial);
+  pads = DimVector(static_cast<size_t>(spatial), 0);
+  EMBER_CHECK(padding != nullptr, "[", op, "] padding is a null string");
+  if (std::strcmp(padding, "valid") == 0) return input;
+  EMBER_CHECK(std::strcmp(padding, "same") == 0, "[", op, "] padding must be \"same\", \"valid\" or numbers, got \"",
+              padding, "\"");
+  const DimVector st = per_dim(stride, spatial, op, "stride");
+  for (int64_t s : st) {
+    EMBER_CHECK(s == 1, "[", op, "] padding=\"same\" is not supported for strided convolutions (stride ", stride,
+                "); pass the padding as numbers");
+  }
+  const DimVector dil = per_dim(dilation_arg, spatial, op, "dilation");
+  DimVector extra;  // ember::pad order: last dim first, (left, right) pairs
+  bool any_extra = false;
+  for (int64_t i = spatial - 1; i >= 0; --i) {
+    const size_t d = static_cast<size_t>(i);
+    const int64_t total = dil[d] * (weight.size(2 + i) - 1);
+    pads[d] = total / 2;
+    extra.push_back(0);
+    extra.push_back(total % 2);
+    any_extra = any_extra || total % 2 != 0;
+  }
+  return any_extra ? pad(input, extra) : input;
+}
+
+}  // namespace
+
+Tensor conv_prim(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& bias, const ConvGeometry& g,
+                 bool one_d) {
+  if (autograd::needs_grad(a, b, bias)) {
+    return autograd::fn::conv_prim(kind, a, b, bias, g, one_d, [&] { return conv_raw(kind, a, b, bias, g, one_d); });
+  }
+  return conv_raw(kind, a, b, bias, g, one_d);
+}
+
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
+              IntArrayRef dilation, int64_t groups) {
+  OpScope scope("conv1d");
+  return convolution("conv1d", input, weight, bias, 1, stride, padding, dilation, 0, groups, false);
+}
+
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, const char* padding,
+              IntArrayRef dilation, int64_t groups) {
+  OpScope scope("conv1d");
+  DimVector pads;
+  const Tensor x = string_padding("conv1d", input, weight, bias, 1, stride, padding, dilation, pads);
+  return convolution("conv1d", x, weight, bias, 1, stride, pads, dilation, 0, groups, false);
+}
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
+              IntArrayRef dilation, int64_t groups) {
+  OpScope scope("conv2d");
+  return convolution("conv2d", input, weight, bias, 2, stride, padding, dilation, 0, groups, false);
+}
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, const char* padding,
+              IntArrayRef dilation, int64_t groups) {
+  OpScope scope("conv2d");
+  DimVector pads;
+  const Tensor x = string_padding("conv2d", input, weight, bias, 2, stride, padding, dilation, pads);
+  return convolution("conv2d", x, weight, bias, 2, stride, pads, dilation, 0, groups, false);
+}
+
+Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+                        IntArrayRef padding, IntArrayRef output_padding, int64_t groups, IntArrayRef dilation) {
+  OpScope scope("conv_transpose1d");
+  return convolution("conv_transpose1d", input, weight, bias, 1, stride, padding, dilation, output_padding, groups,
+                     true);
+}
+
+Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+                        IntArrayRef padding, IntArrayRef output_padding, int64_t groups, IntArrayRef dilation) {
+  OpScope scope("conv_transpose2d");
+  return convolution("conv_transpose2d", input, weight, bias, 2, stride, padding, dilation, output_padding, groups,
+                     true);
+}
+
+}  // namespace ember

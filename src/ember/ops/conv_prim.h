@@ -1,0 +1,54 @@
+#pragma once
+// Internal: the differentiable primitives behind convolution and pooling (not installed
+// API). Note [Convolution primitives]: convolution is bilinear, and its three maps
+//   Forward (x, w) -> y,   Input (dy, w) -> x-shaped,   Weight (x, dy) -> w-shaped
+// are each other's adjoints, so every backward formula is one of the three again and
+// gradients of any order come for free. conv_transpose is the Input map. Pooling is
+// linear in its input once the windows (and for max pooling the argmax indices) are
+// fixed, so each pooling op pairs a forward map with its adjoint the same way.
+
+#include <cstdint>
+
+#include "ember/core/function_ref.h"
+#include "ember/core/tensor.h"
+#include "ember/kernels/cpu/conv.h"
+#include "ember/kernels/cpu/pool.h"
+
+namespace ember {
+
+enum class ConvKind : int64_t { Forward = 0, Input = 1, Weight = 2 };
+
+// The convolution maps on batched float32/float64 tensors with the shapes of `g`; with
+// one_d the tensors are 3-D (the height dim of g, of size 1, is dropped). bias (Forward
+// and Input only, may be undefined) is added per output channel.
+Tensor conv_prim(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& bias,
+                 const kernels::cpu::ConvGeometry& g, bool one_d);
+
+enum class PoolKind : int64_t { MaxBackward = 0, Avg = 1, AvgBackward = 2, Adaptive = 3, AdaptiveBackward = 4 };
+
+// Pooling settings beyond the geometry.
+struct PoolExtra {
+  bool count_include_pad = true;
+  int64_t divisor_override = 0;  // 0: none
+};
+
+// The linear pooling maps on float32/float64 tensors of shape (..., H, W) (forward) or
+// (..., OH, OW) (backward kinds); `indices` only for MaxBackward.
+Tensor pool_prim(PoolKind kind, const Tensor& x, const Tensor& indices, const kernels::cpu::PoolGeometry& g,
+                 const PoolExtra& extra);
+
+namespace autograd::fn {
+
+using PrimForward = FunctionRef<Tensor()>;
+
+// Record the backward nodes of the primitives above (functions_conv.cpp).
+Tensor conv_prim(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& bias,
+                 const kernels::cpu::ConvGeometry& g, bool one_d, PrimForward forward);
+Tensor pool_prim(PoolKind kind, const Tensor& x, const Tensor& indices, const kernels::cpu::PoolGeometry& g,
+                 const PoolExtra& extra, PrimForward forward);
+// max pooling: out and indices computed; records MaxPool2DWithIndicesBackward0 on out.
+void max_pool2d(const Tensor& input, const Tensor& out, const Tensor& indices, const kernels::cpu::PoolGeometry& g);
+
+}  // namespace autograd::fn
+
+}  // namespace ember
