@@ -122,10 +122,10 @@ int main(int argc, char** argv) {
     std::cerr << e.what() << "\n";
     return 1;
   }
-  std::shared_ptr<data::Dataset<>> train_data = train_set;
+  std::shared_ptr<data::Dataset> train_data = train_set;
   if (args.limit > 0 && args.limit < static_cast<int64_t>(train_set->size())) {
-    std::vector<size_t> first(static_cast<size_t>(args.limit));
-    for (size_t i = 0; i < first.size(); ++i) first[i] = i;
+    std::vector<int64_t> first(static_cast<size_t>(args.limit));
+    for (size_t i = 0; i < first.size(); ++i) first[i] = static_cast<int64_t>(i);
     train_data = std::make_shared<data::Subset>(train_set, first);
   }
 
@@ -164,11 +164,11 @@ int main(int argc, char** argv) {
   double accuracy = 0, train_seconds = 0;
   int64_t trained_samples = 0;
   for (int64_t epoch = first_epoch; epoch <= args.epochs; ++epoch) {
-    loader.set_epoch(static_cast<uint64_t>(epoch));
+    loader.set_epoch(epoch);
     data::ProgressBar bar(static_cast<int64_t>(loader.size()),
-                          "epoch " + std::to_string(epoch) + "/" + std::to_string(args.epochs));
+                          "epoch " + std::to_string(epoch) + "/" + std::to_string(args.epochs), args.batch_size);
     const auto start = std::chrono::steady_clock::now();
-    int64_t step = 0;
+    int64_t step = 0, epoch_samples = 0;
     double loss_sum = 0;
     for (data::Example& batch : loader) {
       optimizer.zero_grad();
@@ -177,16 +177,17 @@ int main(int argc, char** argv) {
       optimizer.step();
       const double l = loss.item<double>();
       loss_sum += l;
-      trained_samples += batch.data.size(0);
-      bar.update(++step, {{"loss", l}}, batch.data.size(0));
+      epoch_samples += batch.data.size(0);
+      bar.update(++step, {{"loss", l}});
     }
     bar.close();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     train_seconds += seconds;
+    trained_samples += epoch_samples;
     accuracy = evaluate(model, test_set);
     std::printf("epoch %lld: mean loss %.4f, %.1f s (%.0f samples/s), test accuracy %.4f\n",
                 static_cast<long long>(epoch), step ? loss_sum / static_cast<double>(step) : 0.0, seconds,
-                static_cast<double>(step ? trained_samples : 0) / std::max(train_seconds, 1e-9), accuracy);
+                static_cast<double>(epoch_samples) / std::max(seconds, 1e-9), accuracy);
 
     ember::Value ckpt = ember::Value::dict();
     ckpt["model"] = ember::Value(model->state_dict());

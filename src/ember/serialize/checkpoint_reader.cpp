@@ -278,7 +278,10 @@ std::optional<DType> dtype_from_code(std::string_view code) {
 
 std::string supported_codes() {
   std::string s;
-  for (const DTypeCode& c : kDTypeCodes) s += (s.empty() ? "" : " ") + std::string(c.code);
+  for (const DTypeCode& c : kDTypeCodes) {
+    if (!s.empty()) s.push_back(' ');
+    s.append(c.code);
+  }
   return s;
 }
 
