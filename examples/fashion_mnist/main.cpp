@@ -3,7 +3,10 @@
 //
 //   fashion_mnist [--epochs 2] [--batch-size 64] [--lr 1e-3] [--threads 2] [--seed 0]
 //                 [--workers 2] [--data DIR] [--out DIR] [--resume] [--limit N]
+//                 [--min-accuracy X]
 //
+// --min-accuracy makes the run fail (exit 3) when the final test accuracy is below X; the
+// smoke tests use it.
 // The last line is a machine-readable summary that bench/train_fashion_mnist.py reads.
 
 #include <ember/ember.h>
@@ -30,6 +33,7 @@ struct Args {
   uint64_t seed = 0;
   int64_t workers = 2;
   int64_t limit = 0;  // train on the first N images only (0: all); for quick checks
+  double min_accuracy = 0;
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string out = "runs/fashion_mnist";
   bool resume = false;
@@ -38,7 +42,7 @@ struct Args {
 [[noreturn]] void usage(const char* prog, const std::string& problem) {
   std::fprintf(stderr,
                "%s: %s\nusage: %s [--epochs N] [--batch-size N] [--lr X] [--threads N] [--seed N] "
-               "[--workers N] [--data DIR] [--out DIR] [--resume] [--limit N]\n",
+               "[--workers N] [--data DIR] [--out DIR] [--resume] [--limit N] [--min-accuracy X]\n",
                prog, problem.c_str(), prog);
   std::exit(2);
 }
@@ -59,6 +63,7 @@ Args parse(int argc, char** argv) {
       else if (k == "--seed") a.seed = std::stoull(value());
       else if (k == "--workers") a.workers = std::stoll(value());
       else if (k == "--limit") a.limit = std::stoll(value());
+      else if (k == "--min-accuracy") a.min_accuracy = std::stod(value());
       else if (k == "--data") a.data_dir = value();
       else if (k == "--out") a.out = value();
       else if (k == "--resume") a.resume = true;
@@ -209,5 +214,9 @@ int main(int argc, char** argv) {
               static_cast<long long>(args.epochs - first_epoch + 1), train_seconds,
               train_seconds > 0 ? static_cast<double>(trained_samples) / train_seconds : 0.0, accuracy,
               peak_rss_mb());
+  if (accuracy < args.min_accuracy) {
+    std::fprintf(stderr, "test accuracy %.4f is below --min-accuracy %.4f\n", accuracy, args.min_accuracy);
+    return 3;
+  }
   return 0;
 }
