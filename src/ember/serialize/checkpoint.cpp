@@ -226,9 +226,8 @@ void save_impl(const Value& value, const std::string& path) {
   header += '}';
   // Pad with spaces so the byte buffer starts 8-byte aligned (the safetensors convention).
   header.append((8 - header.size() % 8) % 8, ' ');
-  EMBER_CHECK(header.size() <= kMaxHeaderBytes, "[save] cannot save '", path, "': the header would be ",
-              header.size(), " bytes, over the ", kMaxHeaderBytes,
-              "-byte safetensors limit; store large non-tensor data in tensors");
+  EMBER_CHECK(header.size() <= kMaxHeaderBytes, "[save] cannot save '", path, "': the header would be ", header.size(),
+              " bytes, over the ", kMaxHeaderBytes, "-byte safetensors limit; store large non-tensor data in tensors");
 
   uint8_t len_bytes[8];
   const uint64_t n = header.size();
@@ -262,9 +261,7 @@ void save_impl(const Value& value, const std::string& path) {
 
 void save(const Value& value, const std::string& path) { save_impl(value, path); }
 
-void save(const OrderedDict<std::string, Tensor>& tensors, const std::string& path) {
-  save_impl(Value(tensors), path);
-}
+void save(const OrderedDict<std::string, Tensor>& tensors, const std::string& path) { save_impl(Value(tensors), path); }
 
 Value load(const std::string& path) {
   OpScope scope("load");

@@ -89,9 +89,7 @@ class Parser {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw ParseError(what + " at byte " + std::to_string(pos_));
-  }
+  [[noreturn]] void fail(const std::string& what) const { throw ParseError(what + " at byte " + std::to_string(pos_)); }
   bool at_end() const { return pos_ >= text_.size(); }
   char peek() const { return at_end() ? '\0' : text_[pos_]; }
   void skip_ws() {
