@@ -84,7 +84,7 @@ std::string Safetensors(std::string header, const std::string& payload) {
 json::Json HeaderOf(const std::string& bytes) {
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<uint8_t>(bytes[static_cast<size_t>(i)]);
-  return json::parse(std::string_view(bytes).substr(8, n), 1000);
+  return json::parse(std::string_view(bytes).substr(8, n), 1000, 1u << 20);
 }
 
 std::vector<std::string> TensorNames(const json::Json& header) {
@@ -186,6 +186,11 @@ TEST(SaveLoad, RootsOtherThanDicts) {
     save(v, path);
     EXPECT_TRUE(load(path) == v);
   }
+  // The deepest nesting save accepts loads back.
+  Value deep = tensor({1.0});
+  for (int i = 0; i < 200; ++i) deep = i % 2 ? Value(Value::List{deep}) : Value(Value::Dict{{"k", deep}});
+  save(deep, path);
+  EXPECT_TRUE(load(path) == deep);
 }
 
 TEST(SaveLoad, TensorNamesAreFlattenedPaths) {

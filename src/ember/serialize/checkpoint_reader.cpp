@@ -309,7 +309,7 @@ Value read_checkpoint(const std::string& path) {
 
   Json root;
   try {
-    root = json::parse(header, kMaxJsonDepth);
+    root = json::parse(header, kMaxJsonDepth, kMaxJsonValues);
   } catch (const json::ParseError& e) {
     invalid_header(path, "invalid JSON: ", e.what());
   }
@@ -415,7 +415,7 @@ Value read_checkpoint(const std::string& path) {
   if (!tree_text) invalid_header(path, "ember metadata without ember.value");
   Json tree;
   try {
-    tree = json::parse(tree_text->s, kMaxJsonDepth);
+    tree = json::parse(tree_text->s, kMaxJsonDepth, kMaxJsonValues);
   } catch (const json::ParseError& e) {
     invalid_header(path, "ember.value is not valid JSON: ", e.what());
   }
