@@ -74,8 +74,8 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
   name_ = slash == std::string::npos ? path_ : path_.substr(slash + 1);
   EMBER_CHECK(!name_.empty() && name_ != "." && name_ != "..", "[save] '", path_,
               "' names a directory; give a file path such as 'run/ckpt.safetensors'");
-  const std::string base = (dir_ == "/" ? "" : dir_) + "/" + temp_file_prefix(name_) + host_name() + "." +
-                           std::to_string(getpid()) + ".";
+  const std::string base =
+      (dir_ == "/" ? "" : dir_) + "/" + temp_file_prefix(name_) + host_name() + "." + std::to_string(getpid()) + ".";
   // O_EXCL: a temporary left by an earlier process with the same pid is never reused.
   for (int attempt = 0; attempt < 100; ++attempt) {
     temp_path_ = base + std::to_string(g_temp_counter.fetch_add(1));
@@ -124,8 +124,8 @@ void AtomicFile::write(const void* data, size_t n) {
 }
 
 void AtomicFile::write_at(uint64_t offset, const void* data, size_t n) {
-  EMBER_CHECK(fd_ >= 0 && !synced_ && offset + n <= written_, "[save] internal error: write_at outside '",
-              temp_path_, "'");
+  EMBER_CHECK(fd_ >= 0 && !synced_ && offset + n <= written_, "[save] internal error: write_at outside '", temp_path_,
+              "'");
   const char* p = static_cast<const char*>(data);
   while (n > 0) {
     const ssize_t k = ::pwrite(fd_, p, n, static_cast<off_t>(offset));

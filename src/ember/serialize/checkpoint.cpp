@@ -77,7 +77,11 @@ class Encoder {
 
   void encode(const Value& v, const std::string& where, bool root, int depth, std::string& out) {
     EMBER_CHECK(depth <= kMaxValueDepth, "[save] cannot save '", path_, "': the value nests deeper than ",
-                kMaxValueDepth, " levels (at '", where, "')");
+                kMaxValueDepth, " levels (at '", where.substr(0, 60), where.size() > 60 ? "...')" : "')");
+    // Tagged kinds cost two JSON values; count them so that load() accepts whatever save() writes.
+    json_values_ += 2;
+    EMBER_CHECK(json_values_ <= kMaxJsonValues, "[save] cannot save '", path_, "': the value has more than ",
+                kMaxJsonValues / 2, " elements; keep large data in tensors");
     switch (v.kind()) {
       case Value::Kind::None: out += "null"; return;
       case Value::Kind::Bool: out += v.to_bool() ? "true" : "false"; return;
@@ -134,6 +138,8 @@ class Encoder {
   }
 
   std::vector<SavedTensor>& tensors() { return tensors_; }
+  // JSON values the header's tensor entries take (an entry is 6 values plus one per dim).
+  uint64_t header_json_values() const { return header_values_; }
 
  private:
   static std::string child(const std::string& where, bool root, const std::string& component) {
@@ -152,6 +158,9 @@ class Encoder {
     EMBER_CHECK(t.is_cpu(), "[save] cannot save '", path_, "': the tensor at '", name, "' is on ", t.device(),
                 "; move it to the CPU first");
     EMBER_CHECK(names_.insert(name).second, "[save] internal error: two tensors named '", name, "'");
+    EMBER_CHECK(t.dim() <= kMaxDims, "[save] cannot save '", path_, "': the tensor at '", name, "' has ", t.dim(),
+                " dimensions, more than the ", kMaxDims, " a checkpoint holds");
+    header_values_ += 6 + static_cast<uint64_t>(t.dim());
     SavedTensor s;
     s.name = name;
     s.tensor = t;
@@ -165,6 +174,8 @@ class Encoder {
   std::vector<SavedTensor> tensors_;
   std::unordered_set<std::string> names_;
   uint64_t offset_ = 0;
+  uint64_t json_values_ = 0;
+  uint64_t header_values_ = 16;  // the root object and __metadata__
 };
 
 std::string hex32(uint32_t v) {
@@ -193,6 +204,8 @@ void save_impl(const Value& value, const std::string& path) {
   std::string tree;
   enc.encode(value, "", true, 0, tree);
   const std::vector<SavedTensor>& tensors = enc.tensors();
+  EMBER_CHECK(enc.header_json_values() <= kMaxJsonValues, "[save] cannot save '", path, "': ", tensors.size(),
+              " tensors are more than a checkpoint header holds; group small tensors into larger ones");
 
   std::string header = "{";
   header += R"("__metadata__":{"format":)";
@@ -226,9 +239,8 @@ void save_impl(const Value& value, const std::string& path) {
   header += '}';
   // Pad with spaces so the byte buffer starts 8-byte aligned (the safetensors convention).
   header.append((8 - header.size() % 8) % 8, ' ');
-  EMBER_CHECK(header.size() <= kMaxHeaderBytes, "[save] cannot save '", path, "': the header would be ",
-              header.size(), " bytes, over the ", kMaxHeaderBytes,
-              "-byte safetensors limit; store large non-tensor data in tensors");
+  EMBER_CHECK(header.size() <= kMaxHeaderBytes, "[save] cannot save '", path, "': the header would be ", header.size(),
+              " bytes, over the ", kMaxHeaderBytes, "-byte safetensors limit; store large non-tensor data in tensors");
 
   uint8_t len_bytes[8];
   const uint64_t n = header.size();
@@ -262,9 +274,7 @@ void save_impl(const Value& value, const std::string& path) {
 
 void save(const Value& value, const std::string& path) { save_impl(value, path); }
 
-void save(const OrderedDict<std::string, Tensor>& tensors, const std::string& path) {
-  save_impl(Value(tensors), path);
-}
+void save(const OrderedDict<std::string, Tensor>& tensors, const std::string& path) { save_impl(Value(tensors), path); }
 
 Value load(const std::string& path) {
   OpScope scope("load");

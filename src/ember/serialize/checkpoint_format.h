@@ -27,6 +27,8 @@ inline constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 inline constexpr int kMaxValueDepth = 200;
 inline constexpr int kMaxJsonDepth = 2 * kMaxValueDepth + 8;
 inline constexpr int64_t kMaxDims = 64;
+// JSON values per parse (the header, then the ember.value tree): ~450 MB of parsed JSON at most.
+inline constexpr uint64_t kMaxJsonValues = uint64_t{1} << 22;
 inline constexpr uint64_t kWriteChunkBytes = 16u << 20;
 
 // safetensors dtype codes: "F32", "BF16", "BOOL", ...

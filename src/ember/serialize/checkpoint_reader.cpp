@@ -126,8 +126,8 @@ Entry parse_entry(const std::string& path, const std::string& name, const Json& 
   if (dtype->type != Json::Type::String) invalid_header(path, "tensor '", name, "' has a dtype that is not a string");
   const std::optional<DType> dt = dtype_from_code(dtype->s);
   if (!dt) {
-    invalid_header(path, "tensor '", name, "' has dtype '", dtype->s, "', which ember does not support (supported: ",
-                   supported_codes(), ")");
+    invalid_header(path, "tensor '", name, "' has dtype '", dtype->s,
+                   "', which ember does not support (supported: ", supported_codes(), ")");
   }
   e.dtype = *dt;
   if (shape->type != Json::Type::Array || static_cast<int64_t>(shape->array.size()) > kMaxDims) {
@@ -150,9 +150,9 @@ Entry parse_entry(const std::string& path, const std::string& name, const Json& 
     if (numel > limit / d) invalid_header(path, "tensor '", name, "' has shape ", shape_str(e.shape), ", too large");
     numel *= d;
   }
-  if (offsets->type != Json::Type::Array || offsets->array.size() != 2 ||
-      offsets->array[0].type != Json::Type::Int || offsets->array[1].type != Json::Type::Int ||
-      offsets->array[0].i < 0 || offsets->array[1].i < offsets->array[0].i) {
+  if (offsets->type != Json::Type::Array || offsets->array.size() != 2 || offsets->array[0].type != Json::Type::Int ||
+      offsets->array[1].type != Json::Type::Int || offsets->array[0].i < 0 ||
+      offsets->array[1].i < offsets->array[0].i) {
     invalid_header(path, "tensor '", name, "' needs data_offsets [begin, end] with 0 <= begin <= end");
   }
   e.begin = static_cast<uint64_t>(offsets->array[0].i);
@@ -279,8 +279,8 @@ std::optional<DType> dtype_from_code(std::string_view code) {
 std::string supported_codes() {
   std::string s;
   for (const DTypeCode& c : kDTypeCodes) {
-    if (!s.empty()) s.push_back(' ');
-    s.append(c.code);
+    if (!s.empty()) s += ' ';
+    s += c.code;
   }
   return s;
 }
@@ -309,7 +309,7 @@ Value read_checkpoint(const std::string& path) {
 
   Json root;
   try {
-    root = json::parse(header, kMaxJsonDepth);
+    root = json::parse(header, kMaxJsonDepth, kMaxJsonValues);
   } catch (const json::ParseError& e) {
     invalid_header(path, "invalid JSON: ", e.what());
   }
@@ -376,8 +376,9 @@ Value read_checkpoint(const std::string& path) {
       for (uint64_t done = 0, total = e.end - e.begin; done < total;) {
         const uint64_t chunk = std::min<uint64_t>(total - done, kWriteChunkBytes);
         file.read_at(8 + n + e.begin + done, dst + done, chunk);
-        if (is_ember) crc = static_cast<uint32_t>(crc32(crc, reinterpret_cast<const Bytef*>(dst + done),
-                                                        static_cast<uInt>(chunk)));
+        if (is_ember) {
+          crc = static_cast<uint32_t>(crc32(crc, reinterpret_cast<const Bytef*>(dst + done), static_cast<uInt>(chunk)));
+        }
         done += chunk;
       }
     }
@@ -414,7 +415,7 @@ Value read_checkpoint(const std::string& path) {
   if (!tree_text) invalid_header(path, "ember metadata without ember.value");
   Json tree;
   try {
-    tree = json::parse(tree_text->s, kMaxJsonDepth);
+    tree = json::parse(tree_text->s, kMaxJsonDepth, kMaxJsonValues);
   } catch (const json::ParseError& e) {
     invalid_header(path, "ember.value is not valid JSON: ", e.what());
   }

@@ -78,7 +78,8 @@ void append_utf8(std::string& out, uint32_t cp) {
 
 class Parser {
  public:
-  Parser(std::string_view text, int max_depth) : text_(text), max_depth_(max_depth) {}
+  Parser(std::string_view text, int max_depth, uint64_t max_values)
+      : text_(text), max_depth_(max_depth), max_values_(max_values) {}
 
   Json parse_document() {
     skip_ws();
@@ -89,9 +90,7 @@ class Parser {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& what) const {
-    throw ParseError(what + " at byte " + std::to_string(pos_));
-  }
+  [[noreturn]] void fail(const std::string& what) const { throw ParseError(what + " at byte " + std::to_string(pos_)); }
   bool at_end() const { return pos_ >= text_.size(); }
   char peek() const { return at_end() ? '\0' : text_[pos_]; }
   void skip_ws() {
@@ -110,6 +109,7 @@ class Parser {
 
   Json parse_value(int depth) {
     if (at_end()) fail("unexpected end of input");
+    if (++values_ > max_values_) fail("more than " + std::to_string(max_values_) + " values");
     Json v;
     switch (peek()) {
       case '{': parse_object(v, depth + 1); break;
@@ -311,11 +311,15 @@ class Parser {
   std::string_view text_;
   size_t pos_ = 0;
   int max_depth_;
+  uint64_t max_values_;
+  uint64_t values_ = 0;
 };
 
 }  // namespace
 
-Json parse(std::string_view text, int max_depth) { return Parser(text, max_depth).parse_document(); }
+Json parse(std::string_view text, int max_depth, uint64_t max_values) {
+  return Parser(text, max_depth, max_values).parse_document();
+}
 
 bool is_valid_utf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
