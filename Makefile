@@ -40,6 +40,7 @@ demo: build
 bench: build
 	@./$(BUILD_DIR)/bench/bench_ops
 	@./$(BUILD_DIR)/bench/bench_autograd
+	@./$(BUILD_DIR)/bench/bench_rnn
 
 sanitize: setup
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=address,undefined \
