@@ -49,6 +49,7 @@ bench-train: build
 	@/usr/bin/python3 bench/train_fashion_mnist.py --build $(BUILD_DIR)
 	@./$(BUILD_DIR)/bench/bench_optim
 	@./$(BUILD_DIR)/bench/bench_norm
+	@./$(BUILD_DIR)/bench/bench_rnn
 
 sanitize: setup
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=address,undefined \

@@ -1,6 +1,8 @@
 #include "ember/nn/modules/attention.h"
 
 #include <cmath>
+
+#include "ember/nn/modules/clone_dtype.h"
 #include <limits>
 
 #include "ember/autograd/grad_mode.h"
@@ -103,6 +105,7 @@ void MultiheadAttentionImpl::reset_parameters() {
 
 std::shared_ptr<Module> MultiheadAttentionImpl::clone() const {
   auto copy = std::make_shared<MultiheadAttentionImpl>(options);
+  match_dtype(*this, *copy);
   clone_into(*copy);
   return copy;
 }

@@ -1,6 +1,8 @@
 #include "ember/nn/modules/rnn.h"
 
 #include <cmath>
+
+#include "ember/nn/modules/clone_dtype.h"
 #include <sstream>
 
 #include "ember/autograd/grad_mode.h"
@@ -276,6 +278,7 @@ std::tuple<Tensor, Tensor> RNNImpl::operator()(const Tensor& input, const Tensor
 
 std::shared_ptr<Module> RNNImpl::clone() const {
   auto copy = std::make_shared<RNNImpl>(options);
+  match_dtype(*this, *copy);
   clone_into(*copy);
   return copy;
 }
@@ -307,6 +310,7 @@ std::tuple<Tensor, LSTMImpl::State> LSTMImpl::operator()(const Tensor& input, co
 
 std::shared_ptr<Module> LSTMImpl::clone() const {
   auto copy = std::make_shared<LSTMImpl>(options);
+  match_dtype(*this, *copy);
   clone_into(*copy);
   return copy;
 }
@@ -331,6 +335,7 @@ std::tuple<Tensor, Tensor> GRUImpl::operator()(const Tensor& input, const Tensor
 
 std::shared_ptr<Module> GRUImpl::clone() const {
   auto copy = std::make_shared<GRUImpl>(options);
+  match_dtype(*this, *copy);
   clone_into(*copy);
   return copy;
 }
@@ -351,6 +356,7 @@ Tensor RNNCellImpl::forward(const Tensor& input, const Tensor& hx) {
 
 std::shared_ptr<Module> RNNCellImpl::clone() const {
   auto copy = std::make_shared<RNNCellImpl>(options);
+  match_dtype(*this, *copy);
   clone_into(*copy);
   return copy;
 }
@@ -373,6 +379,7 @@ LSTMCellImpl::State LSTMCellImpl::forward(const Tensor& input, const std::option
 
 std::shared_ptr<Module> LSTMCellImpl::clone() const {
   auto copy = std::make_shared<LSTMCellImpl>(options);
+  match_dtype(*this, *copy);
   clone_into(*copy);
   return copy;
 }
@@ -390,6 +397,7 @@ Tensor GRUCellImpl::forward(const Tensor& input, const Tensor& hx) {
 
 std::shared_ptr<Module> GRUCellImpl::clone() const {
   auto copy = std::make_shared<GRUCellImpl>(options);
+  match_dtype(*this, *copy);
   clone_into(*copy);
   return copy;
 }

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "ember/nn/modules/clone_dtype.h"
+
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
 #include "ember/nn/functional.h"
@@ -36,6 +38,7 @@ std::string TransformerLayerNormImpl::extra_repr() const {
 
 std::shared_ptr<Module> TransformerLayerNormImpl::clone() const {
   auto copy = std::make_shared<TransformerLayerNormImpl>(normalized_size, eps);
+  match_dtype(*this, *copy);
   clone_into(*copy);
   return copy;
 }
@@ -87,6 +90,7 @@ Tensor TransformerEncoderLayerImpl::forward(const Tensor& src, const Tensor& src
 
 std::shared_ptr<Module> TransformerEncoderLayerImpl::clone() const {
   auto copy = std::make_shared<TransformerEncoderLayerImpl>(options);
+  match_dtype(*this, *copy);
   clone_into(*copy);
   return copy;
 }

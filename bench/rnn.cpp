@@ -1,0 +1,139 @@
+// bench/rnn: LSTM and MultiheadAttention, ember vs libtorch 1.13 on the same inputs and
+// weights, in one process, both with the same number of threads (2 by default,
+// --threads N). Forward cases run without autograd; forward+backward cases back-propagate
+// a sum and clear the parameter gradients each round. Ratio = ember / torch.
+
+#include <torch/torch.h>
+
+#include <ember/ember.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+torch::Tensor to_torch(const ember::Tensor& t) {
+  ember::Tensor c = t.contiguous();
+  torch::Tensor out = torch::empty(c.sizes().vec(), torch::kFloat32);
+  std::memcpy(out.data_ptr(), c.data_ptr(), c.nbytes());
+  return out;
+}
+
+void copy_params(const ember::nn::Module& e, torch::nn::Module& t) {
+  torch::NoGradGuard ng;
+  auto ep = e.named_parameters();
+  for (auto& item : t.named_parameters()) item.value().copy_(to_torch(ep[item.key()]));
+}
+
+double median_ms(const std::function<void()>& fn, int reps, int warmup) {
+  for (int i = 0; i < warmup; ++i) fn();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    auto a = std::chrono::steady_clock::now();
+    fn();
+    auto b = std::chrono::steady_clock::now();
+    t.push_back(std::chrono::duration<double, std::milli>(b - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+struct Case {
+  std::string name;
+  std::function<void()> ember_fn, torch_fn;
+  int reps;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+  }
+  ember::set_num_threads(threads);
+  torch::set_num_threads(threads);
+  ember::manual_seed(0);
+
+  ember::nn::LSTM lstm(256, 256);
+  torch::nn::LSTM tlstm(256, 256);
+  copy_params(*lstm, *tlstm);
+  ember::Tensor step = ember::randn({1, 64, 256}), seq = ember::randn({32, 64, 256});
+  torch::Tensor tstep = to_torch(step), tseq = to_torch(seq);
+
+  ember::nn::MultiheadAttention mha(ember::nn::MultiheadAttentionOptions(256, 8).batch_first(true));
+  torch::nn::MultiheadAttention tmha(torch::nn::MultiheadAttentionOptions(256, 8));
+  copy_params(*mha, *tmha);
+  ember::Tensor x = ember::randn({32, 128, 256});
+  // torch's C++ module is sequence-first: it gets a [L, N, E] view of the same data.
+  torch::Tensor tx = to_torch(x).transpose(0, 1);
+
+  auto lstm_fwd = [&](const ember::Tensor& in) {
+    ember::NoGradGuard ng;
+    auto r = lstm->forward(in);
+  };
+  auto tlstm_fwd = [&](const torch::Tensor& in) {
+    torch::NoGradGuard ng;
+    auto r = tlstm->forward(in);
+  };
+  auto lstm_bwd = [&](const ember::Tensor& in) {
+    lstm->zero_grad();
+    auto [out, st] = lstm->forward(in);
+    (out.sum() + std::get<1>(st).sum()).backward();
+  };
+  auto tlstm_bwd = [&](const torch::Tensor& in) {
+    tlstm->zero_grad();
+    auto [out, st] = tlstm->forward(in);
+    (out.sum() + std::get<1>(st).sum()).backward();
+  };
+
+  std::vector<Case> cases = {
+      {"LSTM(256,256) 1 step, batch 64, forward", [&] { lstm_fwd(step); }, [&] { tlstm_fwd(tstep); }, 200},
+      {"LSTM(256,256) 1 step, batch 64, fwd+bwd", [&] { lstm_bwd(step); }, [&] { tlstm_bwd(tstep); }, 200},
+      {"LSTM(256,256) 32 steps, batch 64, forward", [&] { lstm_fwd(seq); }, [&] { tlstm_fwd(tseq); }, 30},
+      {"LSTM(256,256) 32 steps, batch 64, fwd+bwd", [&] { lstm_bwd(seq); }, [&] { tlstm_bwd(tseq); }, 20},
+      {"MHA(256,8) (32,128,256) forward",
+       [&] {
+         ember::NoGradGuard ng;
+         auto r = mha(x, x, x);
+       },
+       [&] {
+         torch::NoGradGuard ng;
+         auto r = tmha(tx, tx, tx);
+       },
+       15},
+      {"MHA(256,8) (32,128,256) fwd+bwd",
+       [&] {
+         mha->zero_grad();
+         auto [o, w] = mha(x, x, x);
+         o.sum().backward();
+       },
+       [&] {
+         tmha->zero_grad();
+         auto [o, w] = tmha(tx, tx, tx);
+         o.transpose(0, 1).sum().backward();
+       },
+       10},
+  };
+
+  std::printf("bench/rnn: ember vs libtorch %s, %d threads, median of N runs\n", TORCH_VERSION, threads);
+  std::printf("%-44s %10s %10s %7s\n", "case", "ember ms", "torch ms", "ratio");
+  int slower = 0;
+  for (const auto& c : cases) {
+    if (!only.empty() && c.name.find(only) == std::string::npos) continue;
+    double e1 = median_ms(c.ember_fn, c.reps, 3), t1 = median_ms(c.torch_fn, c.reps, 3);
+    double e2 = median_ms(c.ember_fn, c.reps, 0), t2 = median_ms(c.torch_fn, c.reps, 0);
+    double e = std::min(e1, e2), t = std::min(t1, t2);
+    std::printf("%-44s %10.3f %10.3f %7.2f\n", c.name.c_str(), e, t, e / t);
+    if (e > t) ++slower;
+  }
+  std::printf("cases where ember is slower than torch: %d\n", slower);
+  return 0;
+}
