@@ -44,12 +44,12 @@ bench: build
 	@./$(BUILD_DIR)/bench/bench_autograd
 	@./$(BUILD_DIR)/bench/bench_conv
 	@./$(BUILD_DIR)/bench/bench_data
-
-bench-train: build
-	@/usr/bin/python3 bench/train_fashion_mnist.py --build $(BUILD_DIR)
 	@./$(BUILD_DIR)/bench/bench_optim
 	@./$(BUILD_DIR)/bench/bench_norm
 	@./$(BUILD_DIR)/bench/bench_rnn
+
+bench-train: build
+	@/usr/bin/python3 bench/train_fashion_mnist.py --build $(BUILD_DIR)
 
 sanitize: setup
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=address,undefined \
