@@ -6,6 +6,8 @@
 #include <string>
 
 #include "ember/core/tensor.h"
+#include "ember/ops/conv.h"
+#include "ember/ops/pool.h"
 
 namespace ember::nn::functional {
 
@@ -22,5 +24,17 @@ Tensor log_softmax(const Tensor& input, int64_t dim);
 // Zeroes elements with probability p and scales the rest by 1/(1-p) when training;
 // the identity otherwise.
 Tensor dropout(const Tensor& input, double p = 0.5, bool training = true);
+
+// ---- convolution and pooling (ops/conv.h, ops/pool.h): the same functions as ember:: ----
+using ember::adaptive_avg_pool2d;
+using ember::avg_pool1d;
+using ember::avg_pool2d;
+using ember::conv1d;
+using ember::conv2d;
+using ember::conv_transpose1d;
+using ember::conv_transpose2d;
+using ember::max_pool1d;
+using ember::max_pool2d;
+using ember::max_pool2d_with_indices;
 
 }  // namespace ember::nn::functional

@@ -8,3 +8,6 @@
 #include "ember/nn/modules/container.h"
 #include "ember/nn/modules/linear.h"
 #include "ember/nn/loss.h"
+// Convolution and pooling layers.
+#include "ember/nn/modules/conv.h"
+#include "ember/nn/modules/pooling.h"
