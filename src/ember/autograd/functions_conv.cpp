@@ -66,7 +66,8 @@ variable_list conv_formula(FnNode& n, const variable_list& grads) {
     }
   }
   if (n.num_outputs() > 2 && n.should_compute_output(2)) {
-    dbias = one_d ? g.sum({0, 2}) : g.sum({0, 2, 3});
+    // Spatial sums first (contiguous rows), then the batch: no transposing copy.
+    dbias = (one_d ? g.sum({2}) : g.sum({2, 3})).sum({0});
   }
   return {da, db, dbias};
 }

@@ -6,6 +6,8 @@
 #include <string>
 
 #include "ember/core/tensor.h"
+#include "ember/ops/conv.h"
+#include "ember/ops/pool.h"
 
 namespace ember::nn::functional {
 
@@ -56,4 +58,16 @@ namespace ember::nn::functional {
 // pass both). dropout_p applies to the attention weights.
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask = {}, double dropout_p = 0.0, bool is_causal = false);
+// ---- convolution and pooling (ops/conv.h, ops/pool.h): the same functions as ember:: ----
+using ember::adaptive_avg_pool2d;
+using ember::avg_pool1d;
+using ember::avg_pool2d;
+using ember::conv1d;
+using ember::conv2d;
+using ember::conv_transpose1d;
+using ember::conv_transpose2d;
+using ember::max_pool1d;
+using ember::max_pool2d;
+using ember::max_pool2d_with_indices;
+
 }  // namespace ember::nn::functional

@@ -17,3 +17,6 @@
 #include "ember/nn/modules/attention.h"
 #include "ember/nn/modules/rnn.h"
 #include "ember/nn/modules/transformer.h"
+// Convolution and pooling layers.
+#include "ember/nn/modules/conv.h"
+#include "ember/nn/modules/pooling.h"

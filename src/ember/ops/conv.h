@@ -21,6 +21,18 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
               const char* padding, IntArrayRef dilation = 1, int64_t groups = 1);
 
+// A literal 0 for padding would otherwise pick the string overloads (a null pointer).
+inline Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, int padding,
+                     IntArrayRef dilation = 1, int64_t groups = 1) {
+  const int64_t p = padding;
+  return conv1d(input, weight, bias, stride, IntArrayRef(p), dilation, groups);
+}
+inline Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, int padding,
+                     IntArrayRef dilation = 1, int64_t groups = 1) {
+  const int64_t p = padding;
+  return conv2d(input, weight, bias, stride, IntArrayRef(p), dilation, groups);
+}
+
 // The gradient of conv with respect to its input, as a layer: output size per dim is
 // (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1.
 Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor& bias = {}, IntArrayRef stride = 1,

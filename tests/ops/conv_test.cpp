@@ -1,0 +1,214 @@
+// Convolutions: hand-checked values, shapes, "same"/"valid", groups, transposed
+// convolution as the adjoint, 1-D forms, unbatched inputs, errors, gradients (gradcheck and
+// gradgradcheck in float64), non-contiguous inputs and thread-count independence.
+
+#include <ember/ember.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "../autograd/grad_util.h"
+
+namespace ember {
+namespace {
+
+using I64 = std::vector<int64_t>;
+using testing::check_grads;
+
+I64 Sizes(const Tensor& t) { return t.sizes().vec(); }
+std::vector<double> Doubles(const Tensor& t) { return t.to_vector<double>(); }
+
+std::string ErrorOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+double Dot(const Tensor& a, const Tensor& b) { return (a * b).sum().item<double>(); }
+
+TEST(Conv, HandCheckedValues) {
+  Tensor x = arange(9, kFloat32).view({1, 1, 3, 3});
+  Tensor w = ones({1, 1, 2, 2});
+  EXPECT_EQ(Doubles(conv2d(x, w)), (std::vector<double>{8, 12, 20, 24}));
+  EXPECT_EQ(Doubles(conv2d(x, w, tensor({1.0f}))), (std::vector<double>{9, 13, 21, 25}));
+  // Padding 1, stride 2: the corners of the zero-padded 5x5 image.
+  EXPECT_EQ(Doubles(conv2d(x, w, {}, 2, 1)), (std::vector<double>{0, 3, 9, 24}));
+  // A 2x2 kernel with dilation 2 reads the four corners of the 3x3 image.
+  EXPECT_EQ(Doubles(conv2d(x, ones({1, 1, 2, 2}), {}, 1, 0, 2)), (std::vector<double>{0 + 2 + 6 + 8}));
+}
+
+TEST(Conv, Shapes) {
+  Tensor x = randn({2, 3, 7, 9});
+  EXPECT_EQ(Sizes(conv2d(x, randn({4, 3, 3, 3}), {}, 2, 1)), (I64{2, 4, 4, 5}));
+  EXPECT_EQ(Sizes(conv2d(x, randn({4, 3, 3, 1}), {}, {1, 2}, {0, 0}, {2, 1})), (I64{2, 4, 3, 5}));
+  EXPECT_EQ(Sizes(conv2d(x, randn({6, 1, 3, 3}), {}, 1, 1, 1, 3)), (I64{2, 6, 7, 9}));
+  EXPECT_EQ(Sizes(conv1d(randn({2, 3, 10}), randn({5, 3, 4}), {}, 3)), (I64{2, 5, 3}));
+  EXPECT_EQ(Sizes(conv_transpose2d(randn({1, 4, 3, 3}), randn({4, 2, 3, 3}), {}, 2, 1, 1)), (I64{1, 2, 6, 6}));
+  EXPECT_EQ(Sizes(conv_transpose1d(randn({2, 4, 5}), randn({4, 3, 3}), {}, 2)), (I64{2, 3, 11}));
+  EXPECT_EQ(Sizes(conv2d(randn({0, 3, 5, 5}), randn({2, 3, 3, 3}))), (I64{0, 2, 3, 3}));
+}
+
+TEST(Conv, SameAndValidPadding) {
+  Tensor x = randn({1, 2, 5, 6}, kFloat64);
+  Tensor w = randn({3, 2, 4, 3}, kFloat64);
+  Tensor same = conv2d(x, w, {}, 1, "same");
+  EXPECT_EQ(Sizes(same), (I64{1, 3, 5, 6}));
+  // Kernel height 4: total padding 3, one on top and two below (PyTorch's split).
+  Tensor ref = conv2d(pad(x, {1, 1, 1, 2}), w);
+  EXPECT_TRUE(same.allclose(ref, 1e-12, 1e-12));
+  EXPECT_TRUE(conv2d(x, w, {}, 1, "valid").equal(conv2d(x, w)));
+  Tensor x1 = randn({2, 2, 7}, kFloat64);
+  EXPECT_EQ(Sizes(conv1d(x1, randn({4, 2, 4}, kFloat64), {}, 1, "same", 2)), (I64{2, 4, 7}));
+}
+
+TEST(Conv, GroupsMatchSeparateConvolutions) {
+  Tensor x = randn({2, 4, 6, 6}, kFloat64);
+  Tensor w = randn({6, 2, 3, 3}, kFloat64);
+  Tensor b = randn({6}, kFloat64);
+  Tensor y = conv2d(x, w, b, 1, 1, 1, 2);
+  Tensor y0 = conv2d(x.slice(1, 0, 2), w.slice(0, 0, 3), b.slice(0, 0, 3), 1, 1);
+  Tensor y1 = conv2d(x.slice(1, 2, 4), w.slice(0, 3, 6), b.slice(0, 3, 6), 1, 1);
+  EXPECT_TRUE(y.allclose(cat({y0, y1}, 1), 1e-12, 1e-12));
+}
+
+TEST(Conv, TransposedIsTheAdjoint) {
+  // <conv2d(x, w), y> == <x, conv_transpose2d(y, w)> for the same geometry.
+  Tensor x = randn({2, 4, 7, 8}, kFloat64);
+  Tensor w = randn({6, 2, 3, 2}, kFloat64);
+  Tensor cy = conv2d(x, w, {}, {2, 1}, {1, 0}, {1, 2}, 2);
+  Tensor y = randn(cy.sizes(), kFloat64);
+  // The transposed output must recover 7x8: output_padding covers the rows stride 2 drops.
+  Tensor xt = conv_transpose2d(y, w, {}, {2, 1}, {1, 0}, {0, 0}, 2, {1, 2});
+  ASSERT_EQ(Sizes(xt), Sizes(x));
+  EXPECT_NEAR(Dot(cy, y), Dot(x, xt), 1e-9);
+}
+
+TEST(Conv, OneDimensionalMatchesTwoDimensional) {
+  Tensor x = randn({2, 3, 11}, kFloat64);
+  Tensor w = randn({4, 3, 3}, kFloat64);
+  Tensor b = randn({4}, kFloat64);
+  Tensor y1 = conv1d(x, w, b, 2, 1, 2);
+  Tensor y2 = conv2d(x.unsqueeze(2), w.unsqueeze(2), b, {1, 2}, {0, 1}, {1, 2}).squeeze(2);
+  EXPECT_TRUE(y1.allclose(y2, 1e-12, 1e-12));
+}
+
+TEST(Conv, UnbatchedInput) {
+  Tensor x = randn({3, 6, 6});
+  Tensor w = randn({2, 3, 3, 3});
+  Tensor y = conv2d(x, w, {}, 1, 1);
+  EXPECT_EQ(Sizes(y), (I64{2, 6, 6}));
+  EXPECT_TRUE(y.equal(conv2d(x.unsqueeze(0), w, {}, 1, 1)[0]));
+  EXPECT_EQ(Sizes(conv_transpose2d(randn({3, 4, 4}), randn({3, 2, 2, 2}), {}, 2)), (I64{2, 8, 8}));
+}
+
+TEST(Conv, NonContiguousInput) {
+  Tensor x = randn({2, 3, 8, 6}).transpose(2, 3);
+  Tensor w = randn({4, 3, 3, 3}).transpose(2, 3);
+  ASSERT_FALSE(x.is_contiguous());
+  EXPECT_TRUE(conv2d(x, w, {}, 1, 1).equal(conv2d(x.contiguous(), w.contiguous(), {}, 1, 1)));
+}
+
+TEST(Conv, ReducedPrecisionComputesInFloat32) {
+  Tensor x = randn({1, 2, 5, 5});
+  Tensor w = randn({3, 2, 3, 3});
+  Tensor y = conv2d(x.to(kFloat16), w.to(kFloat16));
+  EXPECT_EQ(y.dtype(), kFloat16);
+  EXPECT_TRUE(y.to(kFloat32).allclose(conv2d(x.to(kFloat16).to(kFloat32), w.to(kFloat16).to(kFloat32)), 1e-2, 1e-2));
+  EXPECT_EQ(conv2d(x.to(kBFloat16), w.to(kBFloat16)).dtype(), kBFloat16);
+}
+
+TEST(Conv, Errors) {
+  Tensor x = randn({2, 3, 5, 5});
+  EXPECT_NE(ErrorOf([&] { conv2d(randn({5, 5}), randn({1, 1, 3, 3})); }).find("[conv2d] expected a 3-D"),
+            std::string::npos);
+  const std::string ch = ErrorOf([&] { conv2d(x, randn({4, 2, 3, 3})); });
+  EXPECT_NE(ch.find("groups=1"), std::string::npos) << ch;
+  EXPECT_NE(ch.find("[4, 2, 3, 3]"), std::string::npos) << ch;
+  EXPECT_NE(ch.find("[2, 3, 5, 5]"), std::string::npos) << ch;
+  EXPECT_NE(ErrorOf([&] { conv2d(x, randn({4, 3, 7, 7})); }).find("Kernel size can't be greater"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { conv2d(x, randn({4, 3, 3, 3}), {}, 0); }).find("stride must be positive"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { conv2d(x, randn({4, 3, 3, 3}, kFloat64)); }).find("should be the same"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { conv2d(x, randn({4, 3, 3, 3}), randn({3})); }).find("expected bias of shape [4]"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { conv2d(x, randn({3, 1, 3, 3}), {}, 1, 0, 1, 2); }).find("divisible by groups"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { conv2d(x, randn({4, 3, 3, 3}), {}, 2, "same"); }).find("strided"), std::string::npos);
+  EXPECT_NE(ErrorOf([&] { conv2d(x, randn({4, 3, 3, 3}), {}, 1, "full"); }).find("\"same\", \"valid\""),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] {
+              conv_transpose2d(randn({1, 4, 3, 3}), randn({4, 2, 3, 3}), {}, 2, 0, 2);
+            }).find("output_padding must be smaller"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { conv2d(x.to(kInt64), randn({4, 3, 3, 3}).to(kInt64)); }).find("floating-point"),
+            std::string::npos);
+}
+
+TEST(ConvGrad, NodeNames) {
+  Tensor x = randn({1, 2, 4, 4}).requires_grad_();
+  Tensor w = randn({3, 2, 3, 3}).requires_grad_();
+  EXPECT_EQ(conv2d(x, w).grad_fn()->name(), "ConvolutionBackward0");
+}
+
+TEST(ConvGrad, Conv2dStridePaddingDilationGroups) {
+  EXPECT_EQ(check_grads([](const std::vector<Tensor>& v) { return conv2d(v[0], v[1], v[2], {2, 1}, {1, 2}, {1, 2}, 2); },
+                        {randn({2, 4, 5, 4}), randn({4, 2, 2, 3}), randn({4})}),
+            "");
+}
+
+TEST(ConvGrad, Conv2dSameOddPadding) {
+  EXPECT_EQ(check_grads([](const std::vector<Tensor>& v) { return conv2d(v[0], v[1], {}, 1, "same"); },
+                        {randn({1, 2, 4, 3}), randn({2, 2, 2, 3})}),
+            "");
+}
+
+TEST(ConvGrad, ConvTranspose2dOutputPaddingGroups) {
+  EXPECT_EQ(
+      check_grads([](const std::vector<Tensor>& v) { return conv_transpose2d(v[0], v[1], v[2], 2, 1, 1, 2, 1); },
+                  {randn({1, 4, 3, 3}), randn({4, 1, 3, 2}), randn({2})}),
+      "");
+}
+
+TEST(ConvGrad, Conv1dAndConvTranspose1d) {
+  EXPECT_EQ(check_grads([](const std::vector<Tensor>& v) { return conv1d(v[0], v[1], v[2], 2, 1, 2); },
+                        {randn({2, 2, 7}), randn({3, 2, 2}), randn({3})}),
+            "");
+  EXPECT_EQ(check_grads([](const std::vector<Tensor>& v) { return conv_transpose1d(v[0], v[1], {}, 2, 0, 1); },
+                        {randn({1, 2, 4}), randn({2, 3, 3})}),
+            "");
+}
+
+TEST(ConvGrad, BiasGradientIsTheSumOverPositions) {
+  Tensor x = randn({2, 3, 5, 5});
+  Tensor w = randn({4, 3, 3, 3});
+  Tensor b = zeros({4}).requires_grad_();
+  conv2d(x, w, b).sum().backward();
+  EXPECT_EQ(Doubles(b.grad()), (std::vector<double>(4, 2 * 3 * 3)));
+}
+
+TEST(ConvDeterminism, OneAndTwoThreadsBitIdentical) {
+  Tensor x = randn({8, 6, 9, 9});
+  Tensor w = randn({8, 3, 3, 3});
+  Tensor b = randn({8});
+  Tensor gy = randn({8, 8, 5, 5});
+  auto run = [&](int threads) {
+    set_num_threads(threads);
+    Tensor xr = x.detach().requires_grad_(), wr = w.detach().requires_grad_(), br = b.detach().requires_grad_();
+    Tensor y = conv2d(xr, wr, br, 2, 1, 1, 2);
+    y.backward(gy);
+    return std::vector<Tensor>{y.detach(), xr.grad(), wr.grad(), br.grad()};
+  };
+  const int saved = get_num_threads();
+  std::vector<Tensor> one = run(1), two = run(2);
+  set_num_threads(saved);
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(one[i].equal(two[i])) << i;
+}
+
+}  // namespace
+}  // namespace ember
