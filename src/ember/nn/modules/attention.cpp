@@ -124,22 +124,27 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, 
               key.sizes(), ", value ", value.sizes());
   const bool unbatched = query.dim() == 2;
   const int64_t E = options.embed_dim(), heads = options.num_heads();
-  // Work in PyTorch's [L, N, E] layout; keep "same tensor" relations for the packed path.
-  auto to_lne = [&](const Tensor& t) {
-    return unbatched ? t.unsqueeze(1) : options.batch_first() ? t.transpose(0, 1) : t;
-  };
+  // Inputs stay in their own layout ([N, L, E] with batch_first, else [L, N, E]; unbatched
+  // is [L, 1, E]); heads are laid out as PyTorch's [N * heads, L, head_dim] by one copy.
+  const bool bf = options.batch_first() && !unbatched;
   const bool self_attention = query.is_same(key) && key.is_same(value);
-  Tensor q = to_lne(query);
-  Tensor k = self_attention ? q : to_lne(key);
-  Tensor v = self_attention ? q : to_lne(value);
-  const int64_t L = q.size(0), N = q.size(1), S = k.size(0);
+  Tensor q = unbatched ? query.unsqueeze(1) : query;
+  Tensor k = self_attention ? q : unbatched ? key.unsqueeze(1) : key;
+  Tensor v = self_attention ? q : unbatched ? value.unsqueeze(1) : value;
+  const int64_t L = q.size(bf ? 1 : 0), N = q.size(bf ? 0 : 1), S = k.size(bf ? 1 : 0);
   EMBER_CHECK(q.size(2) == E, "[", op, "] query's feature size must be embed_dim=", E, ", got query of sizes ",
               query.sizes());
   EMBER_CHECK(k.size(2) == options.kdim() && v.size(2) == options.vdim(), "[", op, "] key and value feature sizes must be kdim=",
               options.kdim(), " and vdim=", options.vdim(), ", got key ", key.sizes(), " and value ", value.sizes());
-  EMBER_CHECK(k.size(0) == v.size(0) && k.size(1) == N && v.size(1) == N, "[", op,
+  EMBER_CHECK(k.size(0) == v.size(0) && k.size(1) == v.size(1) && k.size(bf ? 0 : 1) == N, "[", op,
               "] key and value must have the same sequence length and batch size as each other and the query, got query ",
               query.sizes(), ", key ", key.sizes(), ", value ", value.sizes());
+  // [.., .., parts * E] projection -> `parts` tensors [N * heads, len, head_dim].
+  auto to_heads = [&](const Tensor& p, int64_t parts, int64_t len) {
+    Tensor t = p.view({p.size(0), p.size(1), parts, heads, head_dim});
+    t = bf ? t.permute({2, 0, 3, 1, 4}) : t.permute({2, 1, 3, 0, 4});  // [parts, N, heads, len, hd]
+    return t.reshape({parts, N * heads, len, head_dim}).unbind(0);
+  };
 
   // Input projections.
   Tensor bq, bk, bv;
@@ -148,7 +153,7 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, 
     bq = b[0], bk = b[1], bv = b[2];
   }
   if (self_attention && in_proj_weight.defined()) {
-    std::vector<Tensor> qkv = functional::linear(q, in_proj_weight, in_proj_bias).chunk(3, -1);
+    std::vector<Tensor> qkv = to_heads(functional::linear(q, in_proj_weight, in_proj_bias), 3, L);
     q = qkv[0], k = qkv[1], v = qkv[2];
   } else {
     Tensor wq, wk, wv;
@@ -158,14 +163,10 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, 
     } else {
       wq = q_proj_weight, wk = k_proj_weight, wv = v_proj_weight;
     }
-    q = functional::linear(q, wq, bq);
-    k = functional::linear(k, wk, bk);
-    v = functional::linear(v, wv, bv);
+    q = to_heads(functional::linear(q, wq, bq), 1, L)[0];
+    k = to_heads(functional::linear(k, wk, bk), 1, S)[0];
+    v = to_heads(functional::linear(v, wv, bv), 1, S)[0];
   }
-  // [L, N, E] -> [N * heads, L, head_dim]
-  q = q.reshape({L, N * heads, head_dim}).transpose(0, 1);
-  k = k.reshape({S, N * heads, head_dim}).transpose(0, 1);
-  v = v.reshape({S, N * heads, head_dim}).transpose(0, 1);
 
   // One additive mask [1 or N * heads, L or 1, S] from attn_mask, key_padding_mask, is_causal.
   Tensor mask;
@@ -196,14 +197,20 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, 
   }
 
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim));
-  Tensor q_scaled = q * scale;
-  Tensor scores = mask.defined() ? baddbmm(mask.expand({N * heads, L, S}), q_scaled, k.transpose(1, 2))
-                                 : q_scaled.bmm(k.transpose(1, 2));
+  Tensor scores;
+  if (mask.defined()) {
+    scores = baddbmm(mask.expand({N * heads, L, S}), q, k.transpose(1, 2), 1, scale);
+  } else {
+    scores = q.bmm(k.transpose(1, 2));
+    scores.mul_(scale);  // bmm saves its inputs, not its output, so in place is safe
+  }
   Tensor weights = scores.softmax(-1);
   if (options.dropout() > 0 && is_training()) weights = functional::dropout(weights, options.dropout(), true);
-  Tensor out = weights.bmm(v).transpose(0, 1).reshape({L * N, E});
-  out = functional::linear(out, out_proj->weight, out_proj->bias).view({L, N, E});
-  out = unbatched ? out.squeeze(1) : options.batch_first() ? out.transpose(0, 1) : out;
+  // [N * heads, L, hd] -> the query's layout [.., .., E], then out_proj.
+  Tensor out = weights.bmm(v).view({N, heads, L, head_dim});
+  out = (bf ? out.permute({0, 2, 1, 3}) : out.permute({2, 0, 1, 3})).reshape({-1, E});
+  out = functional::linear(out, out_proj->weight, out_proj->bias).view({bf ? N : L, bf ? L : N, E});
+  if (unbatched) out = out.squeeze(1);
 
   Tensor avg;
   if (need_weights) {
