@@ -12,39 +12,6 @@
 
 namespace ember::nn {
 
-namespace detail {
-
-TransformerLayerNormImpl::TransformerLayerNormImpl(int64_t normalized_size_, double eps_)
-    : Module("LayerNorm"), normalized_size(normalized_size_), eps(eps_) {
-  weight = register_parameter("weight", ones({normalized_size}));
-  bias = register_parameter("bias", zeros({normalized_size}));
-}
-
-Tensor TransformerLayerNormImpl::forward(const Tensor& input) {
-  EMBER_CHECK(input.defined() && input.dim() >= 1 && input.size(-1) == normalized_size, "[nn.LayerNorm] input of sizes ",
-              input.defined() ? input.sizes() : IntArrayRef{}, " does not end in normalized_shape=[", normalized_size,
-              "]");
-  Tensor mean = input.mean({-1}, true);
-  Tensor centered = input - mean;
-  Tensor var = (centered * centered).mean({-1}, true);
-  return centered * (var + eps).rsqrt() * weight + bias;
-}
-
-std::string TransformerLayerNormImpl::extra_repr() const {
-  std::ostringstream os;
-  os << "(" << normalized_size << ",), eps=" << eps << ", elementwise_affine=True";
-  return os.str();
-}
-
-std::shared_ptr<Module> TransformerLayerNormImpl::clone() const {
-  auto copy = std::make_shared<TransformerLayerNormImpl>(normalized_size, eps);
-  match_dtype(*this, *copy);
-  clone_into(*copy);
-  return copy;
-}
-
-}  // namespace detail
-
 TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(const TransformerEncoderLayerOptions& options_)
     : Module("TransformerEncoderLayer"), options(options_) {
   EMBER_CHECK(options.activation() == "relu" || options.activation() == "gelu",
@@ -58,8 +25,8 @@ TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(const TransformerEncode
   linear1 = register_module("linear1", Linear(d, options.dim_feedforward()));
   dropout = register_module("dropout", Dropout(options.dropout()));
   linear2 = register_module("linear2", Linear(options.dim_feedforward(), d));
-  norm1 = register_module("norm1", detail::TransformerLayerNorm(d, options.layer_norm_eps()));
-  norm2 = register_module("norm2", detail::TransformerLayerNorm(d, options.layer_norm_eps()));
+  norm1 = register_module("norm1", LayerNorm(LayerNormOptions({d}).eps(options.layer_norm_eps())));
+  norm2 = register_module("norm2", LayerNorm(LayerNormOptions({d}).eps(options.layer_norm_eps())));
   dropout1 = register_module("dropout1", Dropout(options.dropout()));
   dropout2 = register_module("dropout2", Dropout(options.dropout()));
 }

@@ -9,25 +9,9 @@
 #include "ember/nn/modules/attention.h"
 #include "ember/nn/modules/container.h"
 #include "ember/nn/modules/linear.h"
+#include "ember/nn/modules/normalization.h"
 
 namespace ember::nn {
-
-namespace detail {
-// Layer normalisation over the last dim with `weight` (ones) and `bias` (zeros), named and
-// printed like nn.LayerNorm so state_dict keys match PyTorch. Private to the transformer
-// until nn::LayerNorm lands (then the layer switches to it).
-class TransformerLayerNormImpl : public Module {
- public:
-  TransformerLayerNormImpl(int64_t normalized_size, double eps);
-  Tensor forward(const Tensor& input) override;
-  std::string extra_repr() const override;
-  std::shared_ptr<Module> clone() const override;
-  int64_t normalized_size;
-  double eps;
-  Tensor weight, bias;
-};
-EMBER_MODULE(TransformerLayerNorm);
-}  // namespace detail
 
 struct TransformerEncoderLayerOptions {
   TransformerEncoderLayerOptions(int64_t d_model, int64_t nhead) : d_model_(d_model), nhead_(nhead) {}
@@ -80,7 +64,7 @@ class TransformerEncoderLayerImpl : public Module {
   MultiheadAttention self_attn{nullptr};
   Linear linear1{nullptr}, linear2{nullptr};
   Dropout dropout{nullptr}, dropout1{nullptr}, dropout2{nullptr};
-  detail::TransformerLayerNorm norm1{nullptr}, norm2{nullptr};
+  LayerNorm norm1{nullptr}, norm2{nullptr};
 };
 EMBER_MODULE(TransformerEncoderLayer);
 
