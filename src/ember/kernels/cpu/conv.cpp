@@ -13,7 +13,6 @@
 
 #include "ember/core/check.h"
 #include "ember/core/parallel.h"
-#include "ember/kernels/cpu/gemm.h"
 #include "ember/ops/creation.h"
 
 namespace ember::kernels::cpu {
@@ -200,45 +199,47 @@ void input_grad_impl(const Tensor& grad_input, const Tensor& grad_out, const Ten
   });
 }
 
-// Images per weight-gradient product: the column matrix of a chunk stays under ~64 MiB.
-// The chunking depends only on the sizes, and chunks are accumulated in order.
-int64_t images_per_chunk(const ConvGeometry& g, size_t elem) {
-  const int64_t per_image = g.in_channels * g.kernel_h * g.kernel_w * g.out_h * g.out_w * static_cast<int64_t>(elem);
-  constexpr int64_t kBudget = int64_t{64} << 20;
-  return std::max<int64_t>(1, std::min<int64_t>(g.batch, kBudget / std::max<int64_t>(1, per_image)));
-}
+// Note [Deterministic weight gradient]: the batch is cut into at most kWeightChunks chunks
+// whose boundaries depend only on the batch size. A chunk sums its images' products
+// dy_n x col_n^T in image order into its own partial, and the partials are added in chunk
+// order afterwards, so the result is the same for any number of threads. Per-image
+// products need neither a batch-sized column matrix nor a transposed copy of dy.
+constexpr int64_t kWeightChunks = 16;
 
 template <typename T>
 void weight_grad_impl(const Tensor& grad_weight, const Tensor& input, const Tensor& grad_out, const ConvGeometry& g) {
   const int64_t Cg = g.in_channels / g.groups, Og = g.out_channels / g.groups;
   const int64_t Kg = Cg * g.kernel_h * g.kernel_w, OHW = g.out_h * g.out_w, HW = g.in_h * g.in_w;
   const int64_t K = g.in_channels * g.kernel_h * g.kernel_w;
-  const int64_t chunk = images_per_chunk(g, sizeof(T));
+  const int64_t wsize = g.out_channels * Kg;
+  const int64_t grain = ceil_div(g.batch, kWeightChunks);
+  const int64_t chunks = ceil_div(g.batch, grain);
   const T* x = input.data_ptr<T>();
   const T* dy = grad_out.data_ptr<T>();
-  const DType dt = input.dtype();
-  const Tensor dw = grad_weight.view({g.groups, Og, Kg});
-  for (int64_t n0 = 0; n0 < g.batch; n0 += chunk) {
-    const int64_t nb = std::min(chunk, g.batch - n0);
-    const int64_t NP = nb * OHW;
-    // col: [K, nb * OHW], the columns of image n at n * OHW; dyt: [O, nb * OHW].
-    Tensor col = empty({K, NP}, dt);
-    Tensor dyt = empty({g.out_channels, NP}, dt);
-    T* colp = col.data_ptr<T>();
-    T* dytp = dyt.data_ptr<T>();
-    parallel_for(0, nb, 1, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const int64_t n = n0 + i;
-        im2col(x + n * g.in_channels * HW, g.in_channels, g, colp + i * OHW, NP);
-        for (int64_t o = 0; o < g.out_channels; ++o) {
-          std::memcpy(dytp + o * NP + i * OHW, dy + (n * g.out_channels + o) * OHW, static_cast<size_t>(OHW) * sizeof(T));
-        }
+  T* dw = grad_weight.data_ptr<T>();
+  // Partial sums of chunks 1.. (chunk 0 writes straight into dw).
+  Tensor partial_t = chunks > 1 ? empty({chunks - 1, wsize}, input.dtype()) : Tensor();
+  T* partial = chunks > 1 ? partial_t.data_ptr<T>() : nullptr;
+  const bool direct = col_is_input(g);
+  parallel_for(0, g.batch, grain, [&](int64_t begin, int64_t end) {
+    OneThreadBlas one_thread;
+    const int64_t chunk = begin / grain;
+    T* acc = chunk == 0 ? dw : partial + (chunk - 1) * wsize;
+    T* col = direct ? nullptr : scratch<T>(static_cast<size_t>(K * OHW));
+    for (int64_t n = begin; n < end; ++n) {
+      const T* xn = x + n * g.in_channels * HW;
+      if (!direct) im2col(xn, g.in_channels, g, col, OHW);
+      const T* cn = direct ? xn : col;
+      for (int64_t gi = 0; gi < g.groups; ++gi) {
+        // acc_g [Og, Kg] (+)= dy_g [Og, OHW] x col_g^T [OHW, Kg]
+        blas(false, true, Og, Kg, OHW, n == begin ? T(0) : T(1), dy + (n * g.out_channels + gi * Og) * OHW, OHW,
+             cn + gi * Kg * OHW, OHW, acc + gi * Og * Kg, Kg);
       }
-    });
-    // dw_g [Og, Kg] (+)= dyt_g [Og, NP] x col_g^T [NP, Kg], one tiled product per chunk.
-    const Tensor a = dyt.view({g.groups, Og, NP});
-    const Tensor b = col.as_strided({g.groups, NP, Kg}, {Kg * NP, 1, NP});
-    gemm(dw, a, b, 1, n0 == 0 ? 0 : 1, "conv2d");
+    }
+  });
+  for (int64_t c = 1; c < chunks; ++c) {
+    const T* p = partial + (c - 1) * wsize;
+    for (int64_t i = 0; i < wsize; ++i) dw[i] += p[i];
   }
 }
 

@@ -32,7 +32,7 @@ void dispatch_pool(DType dt, const char* op, F&& f) {
 // NaN wins, then the first of equal values (PyTorch's rule).
 template <typename T>
 inline bool takes_over(T v, T best) {
-  return v > best || std::isnan(v);
+  return (v > best) | std::isnan(v);
 }
 
 template <typename T>
@@ -48,22 +48,33 @@ void max_pool_plane(const T* x, T* y, int64_t* idx, const PoolGeometry& g) {
       if (idx) {
         int64_t* ir = idx + oh * g.out_w;
         const int64_t base = 2 * oh * W;
+        // Selects instead of branches (each comparison is a coin flip on random data), in
+        // a loop the compiler vectorises.
+#pragma omp simd
         for (int64_t ow = 0; ow < g.out_w; ++ow) {
-          T best = r0[2 * ow];
-          int64_t at = base + 2 * ow;
-          if (takes_over(r0[2 * ow + 1], best)) best = r0[2 * ow + 1], at = base + 2 * ow + 1;
-          if (takes_over(r1[2 * ow], best)) best = r1[2 * ow], at = base + W + 2 * ow;
-          if (takes_over(r1[2 * ow + 1], best)) best = r1[2 * ow + 1], at = base + W + 2 * ow + 1;
+          const T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
+          T best = a;
+          int64_t k = 0;
+          const bool tb = (b > best) | (b != b);
+          best = tb ? b : best;
+          k = tb ? 1 : k;
+          const bool tc = (c > best) | (c != c);
+          best = tc ? c : best;
+          k = tc ? W : k;
+          const bool td = (d > best) | (d != d);
+          best = td ? d : best;
+          k = td ? W + 1 : k;
           yr[ow] = best;
-          ir[ow] = at;
+          ir[ow] = base + 2 * ow + k;
         }
       } else {
+#pragma omp simd
         for (int64_t ow = 0; ow < g.out_w; ++ow) {
           T best = r0[2 * ow];
           const T b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
-          best = takes_over(b, best) ? b : best;
-          best = takes_over(c, best) ? c : best;
-          best = takes_over(d, best) ? d : best;
+          best = (b > best) | (b != b) ? b : best;
+          best = (c > best) | (c != c) ? c : best;
+          best = (d > best) | (d != d) ? d : best;
           yr[ow] = best;
         }
       }
