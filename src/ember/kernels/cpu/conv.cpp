@@ -128,6 +128,15 @@ void col2im(const T* col, int64_t channels, const ConvGeometry& g, T* x) {
   }
 }
 
+// Images per task: at least ~256K multiply-adds, so tiny convolutions are not split over
+// threads (a parallel region costs more than they do). Depends only on the sizes.
+int64_t image_grain(const ConvGeometry& g) {
+  constexpr int64_t kMinTaskWork = int64_t{1} << 18;
+  const int64_t work = std::max<int64_t>(1, g.out_channels * (g.in_channels / g.groups) * g.kernel_h * g.kernel_w *
+                                                g.out_h * g.out_w);
+  return std::max<int64_t>(1, kMinTaskWork / work);
+}
+
 // A per-thread scratch buffer that only grows, so that a task does not pay for a fresh
 // (page-faulting) allocation each time.
 template <typename T>
@@ -147,7 +156,7 @@ void forward_impl(const Tensor& out, const Tensor& input, const Tensor& weight, 
   const T* b = bias.defined() ? bias.data_ptr<T>() : nullptr;
   T* y = out.data_ptr<T>();
   const bool direct = col_is_input(g);
-  parallel_for(0, g.batch, 1, [&](int64_t begin, int64_t end) {
+  parallel_for(0, g.batch, image_grain(g), [&](int64_t begin, int64_t end) {
     OneThreadBlas one_thread;
     T* col = direct ? nullptr : scratch<T>(static_cast<size_t>(Kg * OHW));
     for (int64_t n = begin; n < end; ++n) {
@@ -177,7 +186,7 @@ void input_grad_impl(const Tensor& grad_input, const Tensor& grad_out, const Ten
   const T* w = weight.data_ptr<T>();
   T* dx = grad_input.data_ptr<T>();
   const bool direct = col_is_input(g);
-  parallel_for(0, g.batch, 1, [&](int64_t begin, int64_t end) {
+  parallel_for(0, g.batch, image_grain(g), [&](int64_t begin, int64_t end) {
     OneThreadBlas one_thread;
     T* col = direct ? nullptr : scratch<T>(static_cast<size_t>(Kg * OHW));
     for (int64_t n = begin; n < end; ++n) {
@@ -212,7 +221,7 @@ void weight_grad_impl(const Tensor& grad_weight, const Tensor& input, const Tens
   const int64_t Kg = Cg * g.kernel_h * g.kernel_w, OHW = g.out_h * g.out_w, HW = g.in_h * g.in_w;
   const int64_t K = g.in_channels * g.kernel_h * g.kernel_w;
   const int64_t wsize = g.out_channels * Kg;
-  const int64_t grain = ceil_div(g.batch, kWeightChunks);
+  const int64_t grain = std::max(ceil_div(g.batch, kWeightChunks), image_grain(g));
   const int64_t chunks = ceil_div(g.batch, grain);
   const T* x = input.data_ptr<T>();
   const T* dy = grad_out.data_ptr<T>();

@@ -2,8 +2,9 @@
 // Internal: 2-D convolution kernels on contiguous NCHW float32/float64 tensors (1-D
 // convolutions arrive as 2-D ones with a height of 1). The ops have checked shapes and
 // dtypes. Note [Deterministic convolution]: every image is computed by one thread
-// (im2col + a single-threaded BLAS call), and the weight gradient is one product over
-// the whole batch through the tiled gemm, so results never depend on the thread count.
+// (im2col + a single-threaded BLAS call), and the weight gradient sums per-image products
+// in fixed batch chunks (Note [Deterministic weight gradient] in conv.cpp), so results
+// never depend on the thread count.
 
 #include <cstdint>
 
