@@ -8,6 +8,8 @@
 
 #include <ember/ember.h>
 
+#include "bench_util.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,25 +20,10 @@
 
 namespace {
 
-torch::Tensor to_torch(const ember::Tensor& t) {
-  ember::Tensor c = t.contiguous();
-  torch::Tensor out = torch::empty(c.sizes().vec(), torch::TensorOptions().dtype(torch::kFloat32));
-  std::memcpy(out.data_ptr(), c.data_ptr(), c.nbytes());
-  return out;
-}
+using bench::median_ms;
+using bench::to_torch;
 
-double median_ms(const std::function<void()>& fn, int reps, int warmup) {
-  for (int i = 0; i < warmup; ++i) fn();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    auto a = std::chrono::steady_clock::now();
-    fn();
-    auto b = std::chrono::steady_clock::now();
-    t.push_back(std::chrono::duration<double, std::milli>(b - a).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+
 
 struct Case {
   std::string name;

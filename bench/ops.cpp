@@ -6,6 +6,8 @@
 
 #include <ember/ember.h>
 
+#include "bench_util.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,27 +18,10 @@
 
 namespace {
 
-torch::Tensor to_torch(const ember::Tensor& t) {
-  ember::Tensor c = t.contiguous();
-  torch::Dtype dt = c.dtype() == ember::kInt64 ? torch::kInt64 : torch::kFloat32;
-  torch::Tensor out = torch::empty(c.sizes().vec(), torch::TensorOptions().dtype(dt));
-  std::memcpy(out.data_ptr(), c.data_ptr(), c.nbytes());
-  return out;
-}
+using bench::median_ms;
+using bench::to_torch;
 
-// Median wall time in milliseconds of `reps` runs after `warmup` runs.
-double median_ms(const std::function<void()>& fn, int reps, int warmup) {
-  for (int i = 0; i < warmup; ++i) fn();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    auto a = std::chrono::steady_clock::now();
-    fn();
-    auto b = std::chrono::steady_clock::now();
-    t.push_back(std::chrono::duration<double, std::milli>(b - a).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
+
 
 struct Case {
   std::string name;

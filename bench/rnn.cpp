@@ -7,6 +7,8 @@
 
 #include <ember/ember.h>
 
+#include "bench_util.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -17,12 +19,9 @@
 
 namespace {
 
-torch::Tensor to_torch(const ember::Tensor& t) {
-  ember::Tensor c = t.contiguous();
-  torch::Tensor out = torch::empty(c.sizes().vec(), torch::kFloat32);
-  std::memcpy(out.data_ptr(), c.data_ptr(), c.nbytes());
-  return out;
-}
+using bench::median_ms;
+using bench::to_torch;
+
 
 void copy_params(const ember::nn::Module& e, torch::nn::Module& t) {
   torch::NoGradGuard ng;
@@ -30,18 +29,6 @@ void copy_params(const ember::nn::Module& e, torch::nn::Module& t) {
   for (auto& item : t.named_parameters()) item.value().copy_(to_torch(ep[item.key()]));
 }
 
-double median_ms(const std::function<void()>& fn, int reps, int warmup) {
-  for (int i = 0; i < warmup; ++i) fn();
-  std::vector<double> t;
-  for (int i = 0; i < reps; ++i) {
-    auto a = std::chrono::steady_clock::now();
-    fn();
-    auto b = std::chrono::steady_clock::now();
-    t.push_back(std::chrono::duration<double, std::milli>(b - a).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 struct Case {
   std::string name;
