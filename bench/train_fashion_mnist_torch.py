@@ -31,8 +31,9 @@ def load(root, train):
     prefix = "train" if train else "t10k"
     images = read_idx(f"{root}/{prefix}-images-idx3-ubyte.gz")
     labels = read_idx(f"{root}/{prefix}-labels-idx1-ubyte.gz")
-    # torchvision's ToTensor: uint8 -> float32 in [0, 1], shape (1, 28, 28).
-    x = torch.from_numpy(images.astype(np.float32) / 255.0).unsqueeze(1)
+    # torchvision's ToTensor (uint8 -> float32 in [0, 1], shape (1, 28, 28)), then
+    # Normalize((0.2860,), (0.3530,)) as the ember example does.
+    x = (torch.from_numpy(images.astype(np.float32) / 255.0).unsqueeze(1) - 0.2860) / 0.3530
     y = torch.from_numpy(labels.astype(np.int64))
     return TensorDataset(x, y)
 

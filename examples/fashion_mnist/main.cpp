@@ -123,6 +123,10 @@ int main(int argc, char** argv) {
   try {
     train_set = std::make_shared<data::FashionMNIST>(args.data_dir, /*train=*/true);
     test_set = std::make_shared<data::FashionMNIST>(args.data_dir, /*train=*/false);
+    // Standardise pixels with the training set's mean and std (as torchvision examples do);
+    // a single Normalize keeps the loader's fused uint8 -> float batch path.
+    train_set->set_transform(data::transforms::Normalize({0.2860}, {0.3530}));
+    test_set->set_transform(data::transforms::Normalize({0.2860}, {0.3530}));
   } catch (const ember::Error& e) {
     std::cerr << e.what() << "\n";
     return 1;
