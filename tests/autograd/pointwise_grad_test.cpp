@@ -134,6 +134,30 @@ TEST(PointwiseGrad, ReductionsSumMean) {
   EXPECT_EQ(check_grads([](const V& v) { return v[0].mean({1}, true) * v[0]; }, {x.transpose(0, 2)}), "");
 }
 
+// ReLU's backward selects instead of multiplying by a mask (PyTorch's threshold_backward):
+// an infinite gradient at a cut element gives 0, not NaN; a NaN input lets its gradient
+// through; the fused first-order path and the create_graph path agree on strided input.
+TEST(PointwiseGrad, ReluBackwardSelects) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  Tensor x = tensor({-1.0f, 0.0f, 2.0f, nan}).requires_grad_();
+  Tensor g = tensor({inf, 5.0f, 3.0f, 7.0f});
+  x.relu().backward(g);
+  const Tensor gx = x.grad();
+  EXPECT_EQ(gx[0].item<float>(), 0.0f);
+  EXPECT_EQ(gx[1].item<float>(), 0.0f);
+  EXPECT_EQ(gx[2].item<float>(), 3.0f);
+  EXPECT_EQ(gx[3].item<float>(), 7.0f);
+
+  Tensor base = U({6, 5}, -1, 1);
+  Tensor a = base.t().requires_grad_();  // non-contiguous
+  Tensor go = U({5, 6}, -1, 1).requires_grad_();
+  Tensor first = autograd::grad({a.relu()}, {a}, {go})[0];
+  Tensor second = autograd::grad({a.relu()}, {a}, {go}, /*retain_graph=*/true, /*create_graph=*/true)[0];
+  EXPECT_TRUE(first.equal(second));
+  EXPECT_TRUE(first.equal((go * (base.t() > 0)).detach()));
+  EXPECT_TRUE(second.requires_grad());
+}
+
 TEST(PointwiseGrad, NodeNames) {
   Tensor a = R({2}).requires_grad_(), b = R({2}).requires_grad_();
   EXPECT_EQ((a + b).grad_fn()->name(), "AddBackward0");

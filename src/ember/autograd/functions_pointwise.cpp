@@ -6,6 +6,7 @@
 
 #include "ember/autograd/fn_node.h"
 #include "ember/autograd/functions.h"
+#include "ember/autograd/grad_mode.h"
 #include "ember/core/check.h"
 #include "ember/kernels/cpu/pointwise.h"
 #include "ember/ops/creation.h"
@@ -79,6 +80,15 @@ Uses unary_uses(UnaryOp op) {
   }
 }
 
+// ReLU's gradient, y <= 0 ? 0 : g. Under create_graph it is built from ember ops so that it
+// can be differentiated again; otherwise one fused pass (no bool mask, no type promotion).
+Tensor relu_grad(const Tensor& g, const Tensor& y) {
+  if (GradMode::is_enabled() || g.dtype() != y.dtype()) return where(y <= 0, Scalar(0), g);
+  Tensor out = empty(y.sizes(), TensorOptions(y.dtype()));
+  kernels::cpu::threshold_backward(out, g, y, 0);
+  return out;
+}
+
 Tensor unary_grad(UnaryOp op, const Tensor& g, const Tensor& x, const Tensor& y) {
   switch (op) {
     case UnaryOp::Exp: return g * y;
@@ -122,7 +132,7 @@ Tensor unary_grad(UnaryOp op, const Tensor& g, const Tensor& x, const Tensor& y)
     case UnaryOp::Frac: return g;
     case UnaryOp::Neg: return -g;
     case UnaryOp::Abs: return g * x.sign();
-    case UnaryOp::Relu: return g * (y > 0);
+    case UnaryOp::Relu: return relu_grad(g, y);
     case UnaryOp::Sign: case UnaryOp::Floor: case UnaryOp::Ceil: case UnaryOp::Round: case UnaryOp::Trunc:
       return zeros_like(g);
     default:

@@ -238,6 +238,22 @@ void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor&
   });
 }
 
+void threshold_backward(const Tensor& out, const Tensor& grad, const Tensor& self, const Scalar& threshold) {
+  if (out.numel() == 0) return;
+  ElementwiseIter it(out.sizes());
+  it.add(out);
+  it.add(grad);
+  it.add(self);
+  it.build();
+  dispatch_all(out.dtype(), "threshold_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = acc_t<T>;
+    const C th = threshold.to<C>();
+    // A select rather than a multiply: an infinite or NaN gradient at a cut element stays 0.
+    map2<T, T>(it, [=](C g, C y) { return y <= th ? C(0) : g; });
+  });
+}
+
 void lerp(const Tensor& out, const Tensor& start, const Tensor& end, const Tensor& weight) {
   if (out.numel() == 0) return;
   ElementwiseIter it(out.sizes());

@@ -43,6 +43,9 @@ void clamp(const Tensor& out, const Tensor& in, const Scalar* lo, const Scalar* 
 // Tensor bounds (same dtype as in, broadcast to out); an undefined bound is absent.
 void clamp_tensor(const Tensor& out, const Tensor& in, const Tensor& lo, const Tensor& hi);
 void nan_to_num(const Tensor& out, const Tensor& in, double nan, double posinf, double neginf);
+// out = self <= threshold ? 0 : grad (PyTorch's threshold_backward; ReLU's gradient with
+// threshold 0). out, grad and self share a dtype; NaN in self lets the gradient through.
+void threshold_backward(const Tensor& out, const Tensor& grad, const Tensor& self, const Scalar& threshold);
 // out = cond ? a : b (cond bool; a, b, out the same dtype).
 void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
 // out = start + weight * (end - start), PyTorch's two-sided formula.
