@@ -11,6 +11,8 @@ PACKAGES=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   # kernels: BLAS (OpenMP build, shares OpenMP threads with ours) and vector math
   libopenblas-openmp-dev libsleef-dev
+  # convolution: oneDNN (OpenMP runtime), PyTorch's CPU convolution library
+  libdnnl-dev
   # the reference implementation for parity tests and benchmarks: PyTorch 1.13
   libtorch-dev python3-torch python3-numpy
   # data: gzip'd IDX files, and the Fashion-MNIST data set for the main job

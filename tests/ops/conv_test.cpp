@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../autograd/grad_util.h"
+#include "ember/kernels/cpu/conv_dnnl.h"
 
 namespace ember {
 namespace {
@@ -209,6 +210,50 @@ TEST(ConvDeterminism, OneAndTwoThreadsBitIdentical) {
   std::vector<Tensor> one = run(1), two = run(2);
   set_num_threads(saved);
   for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(one[i].equal(two[i])) << i;
+}
+
+// The oneDNN path (16+ channels, float32): bit-identical for 1, 2 and 3 threads, including
+// a batch whose last chunk is short, and close to the im2col + BLAS path.
+TEST(ConvDeterminism, OneDnnPathThreadsAndIm2colAgree) {
+  Tensor x = randn({11, 16, 9, 9});
+  Tensor w = randn({32, 16, 3, 3}) * 0.1;
+  Tensor b = randn({32});
+  Tensor gy = randn({11, 32, 9, 9});
+  auto run = [&](int threads) {
+    set_num_threads(threads);
+    Tensor xr = x.detach().requires_grad_(), wr = w.detach().requires_grad_(), br = b.detach().requires_grad_();
+    Tensor y = conv2d(xr, wr, br, 1, 1);
+    y.backward(gy);
+    return std::vector<Tensor>{y.detach(), xr.grad(), wr.grad(), br.grad()};
+  };
+  const int saved = get_num_threads();
+  ASSERT_TRUE(kernels::cpu::dnnl_conv_enabled());
+  std::vector<Tensor> one = run(1), two = run(2), three = run(3);
+  kernels::cpu::set_dnnl_conv_enabled(false);
+  std::vector<Tensor> im2col = run(2);
+  kernels::cpu::set_dnnl_conv_enabled(true);
+  set_num_threads(saved);
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_TRUE(one[i].equal(two[i])) << i;
+    EXPECT_TRUE(one[i].equal(three[i])) << i;
+    EXPECT_TRUE(one[i].allclose(im2col[i], 1e-4, 1e-4)) << i;
+  }
+}
+
+// The oneDNN kernels take float32 convolutions with 16+ channels and decline the rest
+// (the caller falls back to im2col).
+TEST(ConvDeterminism, OneDnnTakesWhatItShould) {
+  kernels::cpu::ConvGeometry g;
+  g.batch = 3, g.in_channels = 16, g.in_h = g.in_w = 6, g.out_channels = 16, g.out_h = g.out_w = 6;
+  g.kernel_h = g.kernel_w = 3, g.pad_h = g.pad_w = 1;
+  std::vector<float> x(3 * 16 * 36, 1.0f), w(16 * 16 * 9, 0.5f), y(3 * 16 * 36, -1.0f);
+  ASSERT_TRUE(kernels::cpu::dnnl_conv_forward(y.data(), x.data(), w.data(), nullptr, g));
+  EXPECT_FLOAT_EQ(y[0], 16 * 4 * 0.5f);             // corner: 4 of 9 taps inside
+  EXPECT_FLOAT_EQ(y[1 * 6 + 1], 16 * 9 * 0.5f);     // interior
+  g.in_channels = 8;                                // too few channels
+  EXPECT_FALSE(kernels::cpu::dnnl_conv_forward(y.data(), x.data(), w.data(), nullptr, g));
+  g.in_channels = 16, g.groups = 2;                 // grouped
+  EXPECT_FALSE(kernels::cpu::dnnl_conv_forward(y.data(), x.data(), w.data(), nullptr, g));
 }
 
 }  // namespace

@@ -54,6 +54,41 @@ TEST(ConvParity, Conv2dGrid) {
   }
 }
 
+// float32 with 16+ channels: the oneDNN kernels (Note [oneDNN convolution]). Batch sizes
+// 1, 9 (a short last chunk) and 64; stride, dilation, asymmetric and zero padding, a
+// kernel that does not reach the last input column, non-contiguous input.
+TEST(ConvParity, Float32OneDnnPath) {
+  struct Case {
+    std::string name;
+    I64 x, w, stride, padding, dilation;
+    bool transposed_input;
+  };
+  const std::vector<Case> cases = {
+      {"batch 64, 3x3 pad 1", {64, 16, 14, 14}, {32, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, false},
+      {"batch 9, stride 2", {9, 16, 11, 10}, {24, 16, 3, 3}, {2, 2}, {1, 1}, {1, 1}, false},
+      {"batch 1, dilation 2, no pad", {1, 32, 12, 13}, {16, 32, 3, 3}, {1, 1}, {0, 0}, {2, 2}, false},
+      {"stride 2 skips the last column", {5, 16, 9, 9}, {16, 16, 2, 2}, {2, 2}, {0, 0}, {1, 1}, false},
+      {"1x1, 5x3 kernel", {3, 20, 8, 8}, {17, 20, 5, 3}, {1, 2}, {2, 0}, {1, 1}, false},
+      {"non-contiguous input", {4, 16, 7, 9}, {16, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, true},
+  };
+  for (const Case& c : cases) {
+    ET x = ember::randn(c.x);
+    if (c.transposed_input) x = ember::randn({c.x[0], c.x[1], c.x[3], c.x[2]}).transpose(2, 3);
+    EV in = {x, ember::randn(c.w) * 0.1, ember::randn({c.w[0]})};
+    parity::check_grad_parity(
+        "conv2d float32 " + c.name,
+        [&](const EV& v) { return ember::conv2d(v[0], v[1], v[2], c.stride, c.padding, c.dilation, 1); },
+        [&](const TV& v) { return torch::conv2d(v[0], v[1], v[2], c.stride, c.padding, c.dilation, 1); }, in,
+        2e-4, 2e-4);
+  }
+  // The transposed convolution's forward is the input-gradient kernel.
+  EV in = {ember::randn({6, 16, 7, 7}), ember::randn({16, 24, 3, 3}) * 0.1, ember::randn({24})};
+  parity::check_grad_parity(
+      "conv_transpose2d float32 stride 2",
+      [&](const EV& v) { return ember::conv_transpose2d(v[0], v[1], v[2], 2, 1, 1); },
+      [&](const TV& v) { return torch::conv_transpose2d(v[0], v[1], v[2], 2, 1, 1); }, in, 2e-4, 2e-4);
+}
+
 TEST(ConvParity, NonContiguousInputs) {
   ET x = R({2, 3, 6, 7}).transpose(2, 3);
   ET w = R({4, 3, 3, 3}).transpose(2, 3);

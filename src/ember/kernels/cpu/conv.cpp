@@ -2,6 +2,8 @@
 // in conv.h).
 
 #include "ember/kernels/cpu/conv.h"
+#include "ember/kernels/cpu/conv_dnnl.h"
+#include "ember/kernels/cpu/one_thread.h"
 
 #include <cblas.h>
 #include <omp.h>
@@ -18,24 +20,6 @@
 namespace ember::kernels::cpu {
 
 namespace {
-
-// Keeps an OpenBLAS call on the calling thread even outside a parallel region (the OpenMP
-// build would otherwise spread it over omp_get_max_threads() threads and round
-// differently), restoring the setting afterwards.
-class OneThreadBlas {
- public:
-  OneThreadBlas() : saved_(omp_in_parallel() ? 1 : omp_get_max_threads()) {
-    if (saved_ > 1) omp_set_num_threads(1);
-  }
-  ~OneThreadBlas() {
-    if (saved_ > 1) omp_set_num_threads(saved_);
-  }
-  OneThreadBlas(const OneThreadBlas&) = delete;
-  OneThreadBlas& operator=(const OneThreadBlas&) = delete;
-
- private:
-  int saved_;
-};
 
 void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float beta, const float* a, int64_t lda, const float* b,
           int64_t ldb, float* c, int64_t ldc) {
@@ -157,7 +141,7 @@ void forward_impl(const Tensor& out, const Tensor& input, const Tensor& weight, 
   T* y = out.data_ptr<T>();
   const bool direct = col_is_input(g);
   parallel_for(0, g.batch, image_grain(g), [&](int64_t begin, int64_t end) {
-    OneThreadBlas one_thread;
+    OneOmpThread one_thread;
     T* col = direct ? nullptr : scratch<T>(static_cast<size_t>(Kg * OHW));
     for (int64_t n = begin; n < end; ++n) {
       for (int64_t gi = 0; gi < g.groups; ++gi) {
@@ -187,7 +171,7 @@ void input_grad_impl(const Tensor& grad_input, const Tensor& grad_out, const Ten
   T* dx = grad_input.data_ptr<T>();
   const bool direct = col_is_input(g);
   parallel_for(0, g.batch, image_grain(g), [&](int64_t begin, int64_t end) {
-    OneThreadBlas one_thread;
+    OneOmpThread one_thread;
     T* col = direct ? nullptr : scratch<T>(static_cast<size_t>(Kg * OHW));
     for (int64_t n = begin; n < end; ++n) {
       for (int64_t gi = 0; gi < g.groups; ++gi) {
@@ -231,7 +215,7 @@ void weight_grad_impl(const Tensor& grad_weight, const Tensor& input, const Tens
   T* partial = chunks > 1 ? partial_t.data_ptr<T>() : nullptr;
   const bool direct = col_is_input(g);
   parallel_for(0, g.batch, grain, [&](int64_t begin, int64_t end) {
-    OneThreadBlas one_thread;
+    OneOmpThread one_thread;
     const int64_t chunk = begin / grain;
     T* acc = chunk == 0 ? dw : partial + (chunk - 1) * wsize;
     T* col = direct ? nullptr : scratch<T>(static_cast<size_t>(K * OHW));
@@ -280,6 +264,12 @@ void conv2d_forward(const Tensor& out, const Tensor& input, const Tensor& weight
       }
       return;
     }
+    if constexpr (std::is_same_v<T, float>) {
+      if (dnnl_conv_forward(out.data_ptr<float>(), input.data_ptr<float>(), weight.data_ptr<float>(),
+                            bias.defined() ? bias.data_ptr<float>() : nullptr, g)) {
+        return;
+      }
+    }
     forward_impl<T>(out, input, weight, bias, g);
   });
 }
@@ -293,6 +283,12 @@ void conv2d_input_grad(const Tensor& grad_input, const Tensor& grad_out, const T
       std::fill(grad_input.data_ptr<T>(), grad_input.data_ptr<T>() + grad_input.numel(), T(0));
       return;
     }
+    if constexpr (std::is_same_v<T, float>) {
+      if (dnnl_conv_input_grad(grad_input.data_ptr<float>(), grad_out.data_ptr<float>(), weight.data_ptr<float>(),
+                               g)) {
+        return;
+      }
+    }
     input_grad_impl<T>(grad_input, grad_out, weight, g);
   });
 }
@@ -305,6 +301,12 @@ void conv2d_weight_grad(const Tensor& grad_weight, const Tensor& input, const Te
     if (g.batch * g.out_h * g.out_w == 0) {
       std::fill(grad_weight.data_ptr<T>(), grad_weight.data_ptr<T>() + grad_weight.numel(), T(0));
       return;
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      if (dnnl_conv_weight_grad(grad_weight.data_ptr<float>(), input.data_ptr<float>(), grad_out.data_ptr<float>(),
+                                g)) {
+        return;
+      }
     }
     weight_grad_impl<T>(grad_weight, input, grad_out, g);
   });

@@ -1,6 +1,7 @@
 // Batched matrix products: OpenBLAS for float32/float64, an ikj loop for integer dtypes.
 
 #include "ember/kernels/cpu/gemm.h"
+#include "ember/kernels/cpu/one_thread.h"
 
 #include <cblas.h>
 #include <omp.h>
@@ -140,24 +141,6 @@ Tiling plan_tiles(int64_t m, int64_t n, int64_t k) {
   return {tm, tn, ceil_div(m, tm), ceil_div(n, tn)};
 }
 
-// OpenBLAS's OpenMP build threads a call made outside a parallel region over
-// omp_get_max_threads() threads (and stays on one thread inside a region). This keeps a
-// call on one thread either way, leaving the setting as it was afterwards.
-class SingleThreadedBlas {
- public:
-  SingleThreadedBlas() : saved_(omp_in_parallel() ? 1 : omp_get_max_threads()) {
-    if (saved_ > 1) omp_set_num_threads(1);
-  }
-  ~SingleThreadedBlas() {
-    if (saved_ > 1) omp_set_num_threads(saved_);
-  }
-  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
-  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
-
- private:
-  int saved_;
-};
-
 // Offset of element (i, j) of a matrix stored with layout l.
 int64_t element_offset(const BlasLayout& l, int64_t i, int64_t j) {
   return l.transposed ? j * l.ld + i : i * l.ld + j;
@@ -197,7 +180,7 @@ void gemm_blas(const Tensor& out, Tensor a, Tensor b, T alpha, T beta, const cha
           : std::max<int64_t>(1,
                               kSmallGemm / std::max<int64_t>(1, static_cast<int64_t>(tile_work)));
   parallel_for(0, batches * tiles, grain, [&](int64_t begin, int64_t end) {
-    SingleThreadedBlas single_thread;
+    OneOmpThread single_thread;
     for (int64_t task = begin; task < end; ++task) {
       const size_t bi = static_cast<size_t>(task / tiles);
       const int64_t tile = task % tiles;

@@ -1,0 +1,385 @@
+// oneDNN convolution kernels (float32).
+//
+// Note [oneDNN convolution]: oneDNN's direct convolution kernels want activations in a
+// channel-blocked layout (nChw16c), and its own threading splits the weight-gradient
+// reduction over however many threads there are, so its results would change with the
+// thread count. ember therefore
+//   - cuts the batch into chunks whose size depends only on the batch size (kChunks),
+//   - creates every primitive while OpenMP is limited to one thread, so oneDNN plans a
+//     single-threaded kernel whatever the user's thread count,
+//   - runs each chunk on one thread (reorder NCHW -> blocked, convolve, reorder back), and
+//   - for the weight gradient, adds the chunks' partial sums in chunk order afterwards.
+// A chunk's result depends only on its images and the plan, never on which thread ran it,
+// so 1 and N threads give the same bits. Primitives are cached per geometry and chunk size.
+
+#include "ember/kernels/cpu/conv_dnnl.h"
+
+#include <dnnl.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <vector>
+
+#include "ember/core/parallel.h"
+#include "ember/kernels/cpu/one_thread.h"
+
+namespace ember::kernels::cpu {
+
+namespace {
+
+using dnnl::memory;
+using Tag = memory::format_tag;
+using DT = memory::data_type;
+
+// At most this many chunks per batch: enough to keep a few threads busy, few enough that
+// each chunk holds several images (oneDNN's kernels are faster on more than one) and the
+// weight gradient has few partial sums to add.
+constexpr int64_t kChunks = 8;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Whether oneDNN's blocked kernels are worth it: with few channels the blocked layout is
+// mostly padding and im2col + GEMM is as fast.
+bool eligible(const ConvGeometry& g) {
+  return g.groups == 1 && g.in_channels >= 16 && g.out_channels >= 16 && g.batch >= 1 && g.out_h > 0 &&
+         g.out_w > 0;
+}
+
+bool env_enabled() {
+  const char* v = std::getenv("EMBER_CONV_IMPL");
+  return !(v && std::strcmp(v, "im2col") == 0);
+}
+
+bool& enabled_flag() {
+  static bool flag = env_enabled();
+  return flag;
+}
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// 64-byte aligned scratch that only grows (one per thread and purpose).
+class Buffer {
+ public:
+  void* get(size_t bytes) {
+    if (bytes > size_) {
+      data_.reset(static_cast<std::byte*>(::operator new(bytes, std::align_val_t{64})));
+      size_ = bytes;
+    }
+    return data_.get();
+  }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const { ::operator delete(p, std::align_val_t{64}); }
+  };
+  std::unique_ptr<std::byte, Free> data_;
+  size_t size_ = 0;
+};
+
+struct ThreadState {
+  std::optional<dnnl::stream> stream;
+  Buffer in1, in2, out, scratch;
+  dnnl::stream& get_stream() {
+    if (!stream) stream.emplace(cpu_engine());
+    return *stream;
+  }
+};
+
+ThreadState& thread_state() {
+  thread_local ThreadState state;
+  return state;
+}
+
+enum class Kind { Forward, Input, Weight };
+
+// A reorder between a user layout and the layout a convolution asked for; `identity` when
+// they are the same and the user buffer is used directly.
+struct Reorder {
+  bool identity = true;
+  dnnl::reorder prim;
+  void make(const memory::desc& from, const memory::desc& to, const dnnl::primitive_attr& attr,
+            size_t& scratch_bytes) {
+    identity = from == to;
+    if (identity) return;
+    dnnl::reorder::primitive_desc pd(cpu_engine(), from, cpu_engine(), to, attr);
+    scratch_bytes = std::max(scratch_bytes, pd.scratchpad_desc().get_size());
+    prim = dnnl::reorder(pd);
+  }
+};
+
+// Everything one kind of convolution needs for chunks of `mb` images.
+//   Forward: in1 = x, w = weight, out = y.     Input: in1 = dy, w = weight, out = dx.
+//   Weight:  in1 = x, in2 = dy, out = dw.
+struct Plan {
+  dnnl::primitive conv;
+  int arg_in1 = 0, arg_in2 = 0, arg_out = 0;
+  memory::desc in1_user, in1_conv, in2_user, in2_conv, out_conv, out_user, w_user, w_conv;
+  Reorder r_in1, r_in2, r_out, r_w;
+  size_t scratch_bytes = 0;
+  memory::desc scratch_md;
+};
+
+using Key = std::array<int64_t, 18>;
+
+Key make_key(Kind kind, const ConvGeometry& g, int64_t mb, bool bias) {
+  return {static_cast<int64_t>(kind), mb, g.in_channels, g.in_h, g.in_w, g.out_channels, g.out_h, g.out_w,
+          g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.pad_h, g.pad_w, g.dil_h, g.dil_w, g.groups,
+          bias ? 1 : 0};
+}
+
+std::shared_ptr<const Plan> build_plan(Kind kind, const ConvGeometry& g, int64_t mb, bool bias) {
+  const memory::dims x_dims{mb, g.in_channels, g.in_h, g.in_w};
+  const memory::dims y_dims{mb, g.out_channels, g.out_h, g.out_w};
+  const memory::dims w_dims{g.out_channels, g.in_channels, g.kernel_h, g.kernel_w};
+  const memory::dims strides{g.stride_h, g.stride_w};
+  const memory::dims dilates{g.dil_h - 1, g.dil_w - 1};
+  const memory::dims pad_l{g.pad_h, g.pad_w};
+  // The right/bottom padding that makes oneDNN's size formula give PyTorch's output size.
+  const memory::dims pad_r{(g.out_h - 1) * g.stride_h + (g.kernel_h - 1) * g.dil_h + 1 - g.in_h - g.pad_h,
+                           (g.out_w - 1) * g.stride_w + (g.kernel_w - 1) * g.dil_w + 1 - g.in_w - g.pad_w};
+  if (pad_r[0] < 0 || pad_r[1] < 0) return nullptr;
+
+  const memory::desc x_user(x_dims, DT::f32, Tag::nchw), y_user(y_dims, DT::f32, Tag::nchw),
+      w_user(w_dims, DT::f32, Tag::oihw), b_user({g.out_channels}, DT::f32, Tag::x);
+  const memory::desc x_any(x_dims, DT::f32, Tag::any), y_any(y_dims, DT::f32, Tag::any),
+      w_any(w_dims, DT::f32, Tag::any);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+
+  const auto alg = dnnl::algorithm::convolution_direct;
+  const auto fwd_desc =
+      bias && kind == Kind::Forward
+          ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, x_any, w_any, b_user, y_any,
+                                            strides, dilates, pad_l, pad_r)
+          : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, x_any, w_any, y_any, strides,
+                                            dilates, pad_l, pad_r);
+  const dnnl::convolution_forward::primitive_desc fwd_pd(fwd_desc, attr, cpu_engine());
+
+  auto plan = std::make_shared<Plan>();
+  Plan& p = *plan;
+  size_t scratch = 0;
+  switch (kind) {
+    case Kind::Forward: {
+      p.conv = dnnl::convolution_forward(fwd_pd);
+      scratch = fwd_pd.scratchpad_desc().get_size();
+      p.arg_in1 = DNNL_ARG_SRC;
+      p.arg_out = DNNL_ARG_DST;
+      p.in1_user = x_user, p.in1_conv = fwd_pd.src_desc();
+      p.out_user = y_user, p.out_conv = fwd_pd.dst_desc();
+      p.w_user = w_user, p.w_conv = fwd_pd.weights_desc();
+      break;
+    }
+    case Kind::Input: {
+      const dnnl::convolution_backward_data::desc d(alg, x_any, w_any, y_any, strides, dilates, pad_l, pad_r);
+      const dnnl::convolution_backward_data::primitive_desc pd(d, attr, cpu_engine(), fwd_pd);
+      p.conv = dnnl::convolution_backward_data(pd);
+      scratch = pd.scratchpad_desc().get_size();
+      p.arg_in1 = DNNL_ARG_DIFF_DST;
+      p.arg_out = DNNL_ARG_DIFF_SRC;
+      p.in1_user = y_user, p.in1_conv = pd.diff_dst_desc();
+      p.out_user = x_user, p.out_conv = pd.diff_src_desc();
+      p.w_user = w_user, p.w_conv = pd.weights_desc();
+      break;
+    }
+    case Kind::Weight: {
+      const dnnl::convolution_backward_weights::desc d(alg, x_any, w_any, y_any, strides, dilates, pad_l, pad_r);
+      const dnnl::convolution_backward_weights::primitive_desc pd(d, attr, cpu_engine(), fwd_pd);
+      p.conv = dnnl::convolution_backward_weights(pd);
+      scratch = pd.scratchpad_desc().get_size();
+      p.arg_in1 = DNNL_ARG_SRC;
+      p.arg_in2 = DNNL_ARG_DIFF_DST;
+      p.arg_out = DNNL_ARG_DIFF_WEIGHTS;
+      p.in1_user = x_user, p.in1_conv = pd.src_desc();
+      p.in2_user = y_user, p.in2_conv = pd.diff_dst_desc();
+      p.out_user = w_user, p.out_conv = pd.diff_weights_desc();
+      break;
+    }
+  }
+  p.r_in1.make(p.in1_user, p.in1_conv, attr, scratch);
+  if (kind == Kind::Weight) p.r_in2.make(p.in2_user, p.in2_conv, attr, scratch);
+  p.r_out.make(p.out_conv, p.out_user, attr, scratch);
+  if (kind != Kind::Weight) p.r_w.make(p.w_user, p.w_conv, attr, scratch);
+  p.scratch_bytes = scratch;
+  p.scratch_md = memory::desc({static_cast<memory::dim>(std::max<size_t>(scratch, 1))}, DT::u8, Tag::x);
+  return plan;
+}
+
+// The cached plan for a geometry, or null when oneDNN cannot take it. Plans are built with
+// OpenMP limited to one thread (Note [oneDNN convolution]).
+std::shared_ptr<const Plan> get_plan(Kind kind, const ConvGeometry& g, int64_t mb, bool bias) {
+  static std::mutex mutex;
+  static std::map<Key, std::shared_ptr<const Plan>> cache;
+  const Key key = make_key(kind, g, mb, bias);
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  std::shared_ptr<const Plan> plan;
+  try {
+    OneOmpThread one_thread;
+    plan = build_plan(kind, g, mb, bias);
+  } catch (const dnnl::error&) {
+    plan = nullptr;  // not supported here (ISA, shape): the im2col path takes it
+  }
+  if (cache.size() >= 256) cache.clear();  // many distinct shapes: start over
+  cache.emplace(key, plan);
+  return plan;
+}
+
+void run_reorder(const Reorder& r, dnnl::stream& s, const memory& from, const memory& to, const memory& scratch) {
+  r.prim.execute(s, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_SCRATCHPAD, scratch}});
+}
+
+// Runs `kind` over the batch in chunks. in1/in2 point at the batch's first image; out is
+// written per chunk (Forward/Input: the chunk's images; Weight: out_for_chunk(c)).
+// w_conv: the weight already in the plan's layout (Forward/Input).
+struct ChunkRun {
+  Kind kind;
+  const ConvGeometry& g;
+  const float* in1;
+  int64_t in1_image;  // floats per image of in1
+  const float* in2;
+  int64_t in2_image;
+  const void* w_conv;
+  const float* bias;
+  float* out;
+  int64_t out_image;  // floats per image of out (Forward/Input); per chunk for Weight
+};
+
+bool run_chunks(const ChunkRun& r) {
+  const ConvGeometry& g = r.g;
+  const int64_t mb = ceil_div(g.batch, kChunks);
+  const int64_t chunks = ceil_div(g.batch, mb);
+  const int64_t tail = g.batch - (chunks - 1) * mb;
+  const bool bias = r.bias != nullptr;
+  const auto full_plan = get_plan(r.kind, g, mb, bias);
+  const auto tail_plan = tail == mb ? full_plan : get_plan(r.kind, g, tail, bias);
+  if (!full_plan || !tail_plan) return false;
+  dnnl::engine& eng = cpu_engine();
+  parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
+    OneOmpThread one_thread;
+    ThreadState& ts = thread_state();
+    dnnl::stream& s = ts.get_stream();
+    for (int64_t c = c0; c < c1; ++c) {
+      const Plan& p = c == chunks - 1 ? *tail_plan : *full_plan;
+      const int64_t n0 = c * mb;
+      const memory scratch(p.scratch_md, eng, ts.scratch.get(std::max<size_t>(p.scratch_bytes, 1)));
+      const memory in1_user(p.in1_user, eng, const_cast<float*>(r.in1 + n0 * r.in1_image));
+      memory in1 = in1_user;
+      if (!p.r_in1.identity) {
+        in1 = memory(p.in1_conv, eng, ts.in1.get(p.in1_conv.get_size()));
+        run_reorder(p.r_in1, s, in1_user, in1, scratch);
+      }
+      float* out_ptr = r.kind == Kind::Weight ? r.out + c * r.out_image : r.out + n0 * r.out_image;
+      const memory out_user(p.out_user, eng, out_ptr);
+      const memory out = p.r_out.identity ? out_user : memory(p.out_conv, eng, ts.out.get(p.out_conv.get_size()));
+      std::unordered_map<int, memory> args{{p.arg_in1, in1}, {p.arg_out, out}, {DNNL_ARG_SCRATCHPAD, scratch}};
+      if (r.kind == Kind::Weight) {
+        const memory in2_user(p.in2_user, eng, const_cast<float*>(r.in2 + n0 * r.in2_image));
+        memory in2 = in2_user;
+        if (!p.r_in2.identity) {
+          in2 = memory(p.in2_conv, eng, ts.in2.get(p.in2_conv.get_size()));
+          run_reorder(p.r_in2, s, in2_user, in2, scratch);
+        }
+        args.emplace(p.arg_in2, in2);
+      } else {
+        args.emplace(DNNL_ARG_WEIGHTS, memory(p.w_conv, eng, const_cast<void*>(r.w_conv)));
+        if (bias) {
+          args.emplace(DNNL_ARG_BIAS,
+                       memory(memory::desc({g.out_channels}, DT::f32, Tag::x), eng, const_cast<float*>(r.bias)));
+        }
+      }
+      p.conv.execute(s, args);
+      if (!p.r_out.identity) run_reorder(p.r_out, s, out, out_user, scratch);
+      s.wait();
+    }
+  });
+  return true;
+}
+
+// The weight in the layout plan `kind` wants for chunks of the batch, in `storage` when a
+// reorder is needed. Null when oneDNN cannot take the case.
+const void* weight_for(Kind kind, const ConvGeometry& g, const float* w, bool bias, Buffer& storage) {
+  const int64_t mb = ceil_div(g.batch, kChunks);
+  const auto plan = get_plan(kind, g, mb, bias);
+  if (!plan) return nullptr;
+  if (plan->r_w.identity) return w;
+  // Both chunk plans (full and tail) were made for the same weight shape; oneDNN picks the
+  // weight layout from the shapes and ISA, so check that the tail plan agrees.
+  const int64_t tail = g.batch - (ceil_div(g.batch, mb) - 1) * mb;
+  if (tail != mb) {
+    const auto tail_plan = get_plan(kind, g, tail, bias);
+    if (!tail_plan || !(tail_plan->w_conv == plan->w_conv)) return nullptr;
+  }
+  OneOmpThread one_thread;
+  dnnl::engine& eng = cpu_engine();
+  ThreadState& ts = thread_state();
+  const memory from(plan->w_user, eng, const_cast<float*>(w));
+  const memory to(plan->w_conv, eng, storage.get(plan->w_conv.get_size()));
+  const memory scratch(plan->scratch_md, eng, ts.scratch.get(std::max<size_t>(plan->scratch_bytes, 1)));
+  run_reorder(plan->r_w, ts.get_stream(), from, to, scratch);
+  ts.get_stream().wait();
+  return to.get_data_handle();
+}
+
+}  // namespace
+
+bool dnnl_conv_enabled() { return enabled_flag(); }
+void set_dnnl_conv_enabled(bool enabled) { enabled_flag() = enabled; }
+
+bool dnnl_conv_forward(float* y, const float* x, const float* w, const float* bias, const ConvGeometry& g) {
+  if (!enabled_flag() || !eligible(g)) return false;
+  thread_local Buffer weight_storage;
+  const void* wc = weight_for(Kind::Forward, g, w, bias != nullptr, weight_storage);
+  if (!wc) return false;
+  return run_chunks({Kind::Forward, g, x, g.in_channels * g.in_h * g.in_w, nullptr, 0, wc, bias, y,
+                     g.out_channels * g.out_h * g.out_w});
+}
+
+bool dnnl_conv_input_grad(float* dx, const float* dy, const float* w, const ConvGeometry& g) {
+  if (!enabled_flag() || !eligible(g)) return false;
+  thread_local Buffer weight_storage;
+  const void* wc = weight_for(Kind::Input, g, w, false, weight_storage);
+  if (!wc) return false;
+  return run_chunks({Kind::Input, g, dy, g.out_channels * g.out_h * g.out_w, nullptr, 0, wc, nullptr, dx,
+                     g.in_channels * g.in_h * g.in_w});
+}
+
+bool dnnl_conv_weight_grad(float* dw, const float* x, const float* dy, const ConvGeometry& g) {
+  if (!enabled_flag() || !eligible(g)) return false;
+  const int64_t mb = ceil_div(g.batch, kChunks);
+  const int64_t chunks = ceil_div(g.batch, mb);
+  const int64_t wsize = g.out_channels * g.in_channels * g.kernel_h * g.kernel_w;
+  // Each chunk writes its partial sum into row c of `all`; the rows are added in chunk
+  // order afterwards (Note [oneDNN convolution]). One chunk writes dw directly.
+  std::vector<float> all;
+  float* target = dw;
+  if (chunks > 1) {
+    all.resize(static_cast<size_t>(chunks * wsize));
+    target = all.data();
+  }
+  if (!run_chunks({Kind::Weight, g, x, g.in_channels * g.in_h * g.in_w, dy, g.out_channels * g.out_h * g.out_w,
+                   nullptr, nullptr, target, wsize})) {
+    return false;
+  }
+  if (chunks > 1) {
+    std::copy(all.begin(), all.begin() + wsize, dw);
+    for (int64_t c = 1; c < chunks; ++c) {
+      const float* p = all.data() + c * wsize;
+      for (int64_t i = 0; i < wsize; ++i) dw[i] += p[i];
+    }
+  }
+  return true;
+}
+
+}  // namespace ember::kernels::cpu

@@ -1,0 +1,21 @@
+#pragma once
+// Internal: float32 convolution through oneDNN's direct (blocked-layout JIT) kernels, the
+// fast path behind conv.h's three maps. Note [oneDNN convolution] in conv_dnnl.cpp says
+// how it stays bit-identical for any thread count. Each function returns false, having
+// done nothing, when oneDNN does not take the case; the caller then uses im2col + BLAS.
+
+#include "ember/kernels/cpu/conv.h"
+
+namespace ember::kernels::cpu {
+
+// Contiguous NCHW buffers with the shapes of g; bias may be null.
+bool dnnl_conv_forward(float* y, const float* x, const float* w, const float* bias, const ConvGeometry& g);
+bool dnnl_conv_input_grad(float* dx, const float* dy, const float* w, const ConvGeometry& g);
+bool dnnl_conv_weight_grad(float* dw, const float* x, const float* dy, const ConvGeometry& g);
+
+// Whether the oneDNN path is used at all (default: yes, unless the environment variable
+// EMBER_CONV_IMPL is "im2col"). Tests switch it to compare the two paths.
+bool dnnl_conv_enabled();
+void set_dnnl_conv_enabled(bool enabled);
+
+}  // namespace ember::kernels::cpu
