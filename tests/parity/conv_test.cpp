@@ -8,6 +8,7 @@
 
 #include <ember/ember.h>
 
+#include <cmath>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -21,6 +22,15 @@ using TT = torch::Tensor;
 using EV = std::vector<ET>;
 using TV = std::vector<TT>;
 using I64 = std::vector<int64_t>;
+
+std::string size_str(const I64& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out.push_back('x');
+    out.append(std::to_string(s[i]));
+  }
+  return out;
+}
 
 ET R(I64 s) { return ember::randn(s, ember::TensorOptions(ember::kFloat64)); }
 
@@ -98,6 +108,28 @@ TEST(ConvParity, NonContiguousInputs) {
   parity::check_grad_parity(
       "max_pool2d non-contiguous", [](const EV& v) { return ember::max_pool2d(v[0], 2); },
       [](const TV& v) { return torch::max_pool2d(v[0], 2); }, {R({2, 3, 8, 6}).transpose(2, 3)});
+}
+
+// float32 2x2 max pooling (the vectorised path): exact values and indices against torch on
+// data full of ties (ReLU'd, rounded) with NaNs, for row widths below, at and above one
+// vector, odd sizes, and the gradient routed by those indices.
+TEST(PoolParity, MaxPool2x2Float32TiesAndNaN) {
+  for (I64 shape : {I64{3, 5, 28, 28}, I64{2, 4, 14, 15}, I64{2, 3, 9, 16}, I64{1, 2, 5, 7}, I64{2, 2, 6, 34}}) {
+    ET x = (ember::randn(shape) * 2).round().relu() * 0.5;
+    ET flat = x.view({-1});
+    for (int64_t i = 3; i < flat.size(0); i += 37) flat.slice(0, i, i + 1).fill_(NAN);
+    auto [y, idx] = ember::max_pool2d_with_indices(x, {2});
+    auto [ty, tidx] = torch::max_pool2d_with_indices(parity::to_torch(x), {2});
+    const std::string what = "max_pool2d 2x2 float32 " + size_str(shape);
+    EXPECT_TRUE(torch::equal(parity::to_torch(idx), tidx)) << what;
+    EXPECT_TRUE(torch::allclose(parity::to_torch(y), ty, 0, 0, /*equal_nan=*/true)) << what;
+    ET xg = x.detach().requires_grad_();
+    TT txg = parity::to_torch(x).requires_grad_();
+    ET g = ember::randn(y.sizes());
+    ember::max_pool2d(xg, 2).backward(g);
+    torch::max_pool2d(txg, 2).backward(parity::to_torch(g));
+    EXPECT_TRUE(torch::equal(parity::to_torch(xg.grad()), txg.grad())) << what;
+  }
 }
 
 TEST(ConvParity, SamePadding) {

@@ -5,6 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #include "ember/core/check.h"
 #include "ember/core/parallel.h"
@@ -35,11 +40,107 @@ inline bool takes_over(T v, T best) {
   return (v > best) | std::isnan(v);
 }
 
+#if defined(__AVX2__)
+// The float32 2x2 / stride 2 case in AVX2 (the shape of almost every CNN's pooling).
+// Lanes [0, n) of 8 set (n may be <= 0 or >= 8).
+inline __m256i lane_mask(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+// n (1..8) outputs of a 2x2/stride-2 max pool row from ow0; r0/r1: the window's two input
+// rows; y: the output row; idx: its indices (may be null); base = 2 * oh * W. Even and odd
+// columns are split with shuffles; the winner of (a, b), of (c, d), then of the two is
+// PyTorch's scan a, b, c, d where "greater, or NaN" takes over (so ties keep the first
+// element and a later NaN wins). A short row (n < 8) uses masked loads and copies the
+// results out (masked stores are slow on some CPUs).
+inline void max_pool_2x2_avx2(const float* r0, const float* r1, float* y, int64_t* idx, int64_t ow0, int n, int32_t base, int32_t W) {
+  const bool full = n == 8;
+  const __m256i m_lo = lane_mask(2 * n), m_hi = lane_mask(2 * n - 8);
+  auto deint = [&](const float* p, __m256& even, __m256& odd) {
+    const __m256 lo = full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m_lo);
+    const __m256 hi = full ? _mm256_loadu_ps(p + 8) : _mm256_maskload_ps(p + 8, m_hi);
+    const __m256 e = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+    const __m256 o = _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1));
+    even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(e), 0xD8));
+    odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(o), 0xD8));
+  };
+  auto wins = [](__m256 v, __m256 best) {
+    return _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  };
+  __m256 a, b, c, d;
+  deint(r0 + 2 * ow0, a, b);
+  deint(r1 + 2 * ow0, c, d);
+  const __m256 t1 = wins(b, a), t2 = wins(d, c);
+  const __m256 ab = _mm256_blendv_ps(a, b, t1), cd = _mm256_blendv_ps(c, d, t2);
+  const __m256 t = wins(cd, ab);
+  const __m256 best = _mm256_blendv_ps(ab, cd, t);
+  if (full) {
+    _mm256_storeu_ps(y + ow0, best);
+  } else {
+    alignas(32) float tmp[8];
+    _mm256_store_ps(tmp, best);
+    for (int i = 0; i < n; ++i) y[ow0 + i] = tmp[i];
+  }
+  if (idx) {
+    const __m256i one = _mm256_set1_epi32(1);
+    const __m256i k1 = _mm256_and_si256(_mm256_castps_si256(t1), one);
+    const __m256i k2 = _mm256_add_epi32(_mm256_set1_epi32(W), _mm256_and_si256(_mm256_castps_si256(t2), one));
+    const __m256i k = _mm256_blendv_epi8(k1, k2, _mm256_castps_si256(t));
+    const __m256i pos = _mm256_add_epi32(_mm256_set1_epi32(base + 2 * static_cast<int32_t>(ow0)),
+                                         _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14));
+    const __m256i i32 = _mm256_add_epi32(pos, k);
+    const __m256i lo = _mm256_cvtepi32_epi64(_mm256_castsi256_si128(i32));
+    const __m256i hi = _mm256_cvtepi32_epi64(_mm256_extracti128_si256(i32, 1));
+    long long* out = reinterpret_cast<long long*>(idx + ow0);
+    if (full) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), lo);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 4), hi);
+    } else {
+      alignas(32) long long tmp[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(tmp), lo);
+      _mm256_store_si256(reinterpret_cast<__m256i*>(tmp + 4), hi);
+      for (int i = 0; i < n; ++i) out[i] = tmp[i];
+    }
+  }
+}
+
+// One plane; the last block of a row of 8+ outputs is shifted back to end at the row's end
+// (recomputing a few outputs with the same values) so that it stays unmasked.
+void max_pool_2x2_plane_avx2(const float* x, float* y, int64_t* idx, const PoolGeometry& g) {
+  const int64_t W = g.in_w, OW = g.out_w;
+  const auto w32 = static_cast<int32_t>(W);
+  for (int64_t oh = 0; oh < g.out_h; ++oh) {
+    const float* r0 = x + 2 * oh * W;
+    const float* r1 = r0 + W;
+    float* yr = y + oh * OW;
+    int64_t* ir = idx ? idx + oh * OW : nullptr;
+    const auto base = static_cast<int32_t>(2 * oh * W);
+    int64_t s = 0;
+    for (; s + 8 <= OW; s += 8) max_pool_2x2_avx2(r0, r1, yr, ir, s, 8, base, w32);
+    if (s < OW) {
+      if (OW >= 8) {
+        max_pool_2x2_avx2(r0, r1, yr, ir, OW - 8, 8, base, w32);
+      } else {
+        max_pool_2x2_avx2(r0, r1, yr, ir, s, static_cast<int>(OW - s), base, w32);
+      }
+    }
+  }
+}
+#endif
+
 template <typename T>
 void max_pool_plane(const T* x, T* y, int64_t* idx, const PoolGeometry& g) {
   const int64_t H = g.in_h, W = g.in_w;
   const bool fast2 = g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 &&
                      g.pad_w == 0 && g.dil_h == 1 && g.dil_w == 1;
+#if defined(__AVX2__)
+  // 32-bit index arithmetic there: the plane must be smaller than 2^31 elements.
+  if constexpr (std::is_same_v<T, float>) {
+    if (fast2 && H * W < (int64_t{1} << 31)) {
+      max_pool_2x2_plane_avx2(x, y, idx, g);
+      return;
+    }
+  }
+#endif
   if (fast2) {
     for (int64_t oh = 0; oh < g.out_h; ++oh) {
       const T* r0 = x + 2 * oh * W;
