@@ -158,6 +158,25 @@ TEST(PointwiseGrad, ReluBackwardSelects) {
   EXPECT_TRUE(second.requires_grad());
 }
 
+// The fused path may overwrite an incoming gradient that nothing else holds; gradients that
+// are retained or seen by a hook must come through unchanged.
+TEST(PointwiseGrad, ReluBackwardLeavesVisibleGradientsAlone) {
+  Tensor x = tensor({-1.0f, 2.0f, -3.0f, 4.0f}).requires_grad_();
+  Tensor y = x.relu();
+  y.retain_grad();
+  Tensor seen;
+  Tensor z = x.relu();
+  z.register_hook([&](const Tensor& g) { seen = g; });
+  ((y + z) * tensor({1.0f, 2.0f, 3.0f, 4.0f})).sum().backward();
+  EXPECT_TRUE(y.grad().equal(tensor({1.0f, 2.0f, 3.0f, 4.0f})));
+  EXPECT_TRUE(seen.equal(tensor({1.0f, 2.0f, 3.0f, 4.0f})));
+  EXPECT_TRUE(x.grad().equal(tensor({0.0f, 4.0f, 0.0f, 8.0f})));
+  // A fresh gradient (from mul's backward) is consumed in place: same values.
+  Tensor w = tensor({-1.0f, 2.0f}).requires_grad_();
+  (w.relu() * 3).sum().backward();
+  EXPECT_TRUE(w.grad().equal(tensor({0.0f, 3.0f})));
+}
+
 TEST(PointwiseGrad, NodeNames) {
   Tensor a = R({2}).requires_grad_(), b = R({2}).requires_grad_();
   EXPECT_EQ((a + b).grad_fn()->name(), "AddBackward0");

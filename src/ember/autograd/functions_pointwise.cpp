@@ -84,6 +84,12 @@ Uses unary_uses(UnaryOp op) {
 // can be differentiated again; otherwise one fused pass (no bool mask, no type promotion).
 Tensor relu_grad(const Tensor& g, const Tensor& y) {
   if (GradMode::is_enabled() || g.dtype() != y.dtype()) return where(y <= 0, Scalar(0), g);
+  // An incoming gradient nobody else can see (the engine moved it here, no view shares its
+  // storage) is overwritten in place: one buffer less to allocate and stream through.
+  if (g.use_count() == 1 && g.storage().use_count() == 1 && g.is_contiguous() && g.sizes() == y.sizes()) {
+    kernels::cpu::threshold_backward(g, g, y, 0);
+    return g;
+  }
   Tensor out = empty(y.sizes(), TensorOptions(y.dtype()));
   kernels::cpu::threshold_backward(out, g, y, 0);
   return out;
