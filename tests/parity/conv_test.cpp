@@ -89,14 +89,14 @@ TEST(ConvParity, Float32OneDnnPath) {
         "conv2d float32 " + c.name,
         [&](const EV& v) { return ember::conv2d(v[0], v[1], v[2], c.stride, c.padding, c.dilation, 1); },
         [&](const TV& v) { return torch::conv2d(v[0], v[1], v[2], c.stride, c.padding, c.dilation, 1); }, in,
-        2e-4, 2e-4);
+        1e-4, 2e-3);  // float32 sums of up to 12544 terms of size ~1 (weight gradient: ~100)
   }
   // The transposed convolution's forward is the input-gradient kernel.
   EV in = {ember::randn({6, 16, 7, 7}), ember::randn({16, 24, 3, 3}) * 0.1, ember::randn({24})};
   parity::check_grad_parity(
       "conv_transpose2d float32 stride 2",
       [&](const EV& v) { return ember::conv_transpose2d(v[0], v[1], v[2], 2, 1, 1); },
-      [&](const TV& v) { return torch::conv_transpose2d(v[0], v[1], v[2], 2, 1, 1); }, in, 2e-4, 2e-4);
+      [&](const TV& v) { return torch::conv_transpose2d(v[0], v[1], v[2], 2, 1, 1); }, in, 1e-4, 2e-3);
 }
 
 TEST(ConvParity, NonContiguousInputs) {

@@ -29,7 +29,8 @@ inline void expect_tensor_close(const ember::Tensor& e, const torch::Tensor& t, 
   torch::Tensor et = to_torch(e).to(torch::kFloat64);
   torch::Tensor tt = t.detach().to(torch::kFloat64);
   EXPECT_TRUE(torch::allclose(et, tt, rtol, atol, /*equal_nan=*/true))
-      << what << "\nember:\n" << et << "\ntorch:\n" << tt;
+      << what << ": max |ember - torch| = " << (et - tt).abs().max().item<double>()
+      << ", max |torch| = " << tt.abs().max().item<double>() << "\nember:\n" << et << "\ntorch:\n" << tt;
 }
 
 // Runs efn/tfn on copies of `inputs` (each input may be a non-contiguous ember view; the

@@ -305,15 +305,15 @@ TEST(LinalgParity, AddmmAndBaddbmm) {
       }
     }
   }
-  // beta == 0 ignores NaN in the input, in both libraries.
+  // beta == 0 ignores NaN in the input (PyTorch's documented rule). The reference is the plain
+  // product: libtorch 1.13's own baddbmm lets some NaNs through once its thread pool has been
+  // used by earlier tests in the same process, so it cannot be the reference here.
   ETensor nan_in = ember::full({4, 3}, std::nan(""));
   ETensor m1 = ember::randn({4, 6}), m2 = ember::randn({6, 3});
-  ExpectMatches(ember::addmm(nan_in, m1, m2, 0, 1), torch::addmm(T(nan_in), T(m1), T(m2), 0, 1), 6,
-                "addmm beta 0 with NaN input");
+  ExpectMatches(ember::addmm(nan_in, m1, m2, 0, 1), torch::mm(T(m1), T(m2)), 6, "addmm beta 0 with NaN input");
   ETensor nan_b = ember::full({2, 4, 3}, std::nan(""));
   ETensor b1 = ember::randn({2, 4, 6}), b2 = ember::randn({2, 6, 3});
-  ExpectMatches(ember::baddbmm(nan_b, b1, b2, 0, 1), torch::baddbmm(T(nan_b), T(b1), T(b2), 0, 1),
-                6, "baddbmm beta 0 with NaN input");
+  ExpectMatches(ember::baddbmm(nan_b, b1, b2, 0, 1), torch::bmm(T(b1), T(b2)), 6, "baddbmm beta 0 with NaN input");
   // Large enough to be tiled.
   ETensor big_in = ember::randn({301});
   ETensor big1 = ember::randn({300, 200}), big2 = ember::randn({200, 301});
