@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "ops/ops_util.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
@@ -15,37 +17,7 @@
 namespace ember {
 namespace {
 
-using I64 = std::vector<int64_t>;
-
-I64 Sizes(const Tensor& t) { return t.sizes().vec(); }
-I64 Strides(const Tensor& t) { return t.strides().vec(); }
-I64 Longs(const Tensor& t) { return t.to_vector<int64_t>(); }
-std::vector<float> Floats(const Tensor& t) { return t.to_vector<float>(); }
-std::vector<double> Doubles(const Tensor& t) { return t.to_vector<double>(); }
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
-// Expects fn to throw an ember::Error mentioning every one of parts (case-insensitively).
-void ExpectError(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts) {
-      EXPECT_NE(Lower(msg).find(Lower(p)), std::string::npos)
-          << "message \"" << msg << "\" does not mention \"" << p << "\"";
-    }
-    return;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected ember::Error, got another exception: " << e.what();
-    return;
-  }
-  ADD_FAILURE() << "expected ember::Error, nothing was thrown";
-}
+using namespace testing;  // I64, F32, Sizes, Strides, Longs, Floats, Doubles, ExpectError (ops_util.h)
 
 bool Aligned64(const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 64 == 0; }
 

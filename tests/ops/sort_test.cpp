@@ -4,6 +4,8 @@
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
+#include "ops/ops_util.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -17,36 +19,7 @@
 namespace ember {
 namespace {
 
-using I64 = std::vector<int64_t>;
-using F32 = std::vector<float>;
-
-I64 Sizes(const Tensor& t) { return t.sizes().vec(); }
-I64 Longs(const Tensor& t) { return t.to_vector<int64_t>(); }
-F32 Floats(const Tensor& t) { return t.to_vector<float>(); }
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
-std::string ExpectError(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    for (const auto& p : parts) {
-      EXPECT_NE(Lower(msg).find(Lower(p)), std::string::npos)
-          << "message \"" << msg << "\" does not mention \"" << p << "\"";
-    }
-    return msg;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "expected ember::Error, got another exception: " << e.what();
-    return {};
-  }
-  ADD_FAILURE() << "expected ember::Error, nothing was thrown";
-  return {};
-}
+using namespace testing;  // I64, F32, Sizes, Longs, Floats, Doubles, ExpectError (ops_util.h)
 
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
