@@ -8,8 +8,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace bench {
@@ -37,6 +40,56 @@ inline double median_ms(const std::function<void()>& fn, int reps, int warmup) {
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+// One benchmark case: the same work in both libraries, timed `reps` times each.
+struct Case {
+  std::string name;
+  std::function<void()> ember_fn, torch_fn;
+  int reps;
+};
+
+// Command-line options common to the side-by-side benchmarks.
+struct Options {
+  int threads = 2;
+  std::string only;  // run only the cases whose name contains this
+};
+
+// Reads --threads N and --only SUBSTRING, sets both libraries' thread counts and seeds
+// ember's generator.
+inline Options parse_options(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) o.threads = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) o.only = argv[++i];
+  }
+  ember::set_num_threads(o.threads);
+  torch::set_num_threads(o.threads);
+  ember::manual_seed(0);
+  return o;
+}
+
+// Runs the cases, interleaving the two libraries (two rounds each, the better one kept) so
+// that machine noise hits both alike, and prints one table row per case with the ratio
+// ember / torch. Returns the number of cases where ember is slower.
+inline int run_cases(const char* title, const std::vector<Case>& cases, const Options& o, int warmup = 2,
+                     int decimals = 3) {
+  size_t width = 4;
+  for (const Case& c : cases) width = std::max(width, c.name.size());
+  const int w = static_cast<int>(width);
+  std::printf("%s: ember vs libtorch %s, %d threads, median of N runs\n", title, TORCH_VERSION, o.threads);
+  std::printf("%-*s %10s %10s %7s\n", w, "case", "ember ms", "torch ms", "ratio");
+  int slower = 0;
+  for (const Case& c : cases) {
+    if (!o.only.empty() && c.name.find(o.only) == std::string::npos) continue;
+    const double e1 = median_ms(c.ember_fn, c.reps, warmup), t1 = median_ms(c.torch_fn, c.reps, warmup);
+    const double e2 = median_ms(c.ember_fn, c.reps, 0), t2 = median_ms(c.torch_fn, c.reps, 0);
+    const double e = std::min(e1, e2), t = std::min(t1, t2);
+    std::printf("%-*s %10.*f %10.*f %7.2f\n", w, c.name.c_str(), decimals, e, decimals, t, e / t);
+    if (e > t) ++slower;
+  }
+  std::printf("cases where ember is slower than torch: %d\n", slower);
+  return slower;
 }
 
 }  // namespace bench

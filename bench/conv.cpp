@@ -24,11 +24,6 @@ using bench::to_torch;
 
 
 
-struct Case {
-  std::string name;
-  std::function<void()> ember_fn, torch_fn;
-  int reps;
-};
 
 // One layer's tensors in both libraries (same values).
 struct ConvLayer {
@@ -46,15 +41,7 @@ struct ConvLayer {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int threads = 2;
-  std::string only;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
-  }
-  ember::set_num_threads(threads);
-  torch::set_num_threads(threads);
-  ember::manual_seed(0);
+  const bench::Options options = bench::parse_options(argc, argv);
 
   ConvLayer c2(64, 32, 64, 14), c1(64, 1, 32, 28);
   ember::Tensor px = ember::randn({64, 32, 28, 28});
@@ -73,7 +60,7 @@ int main(int argc, char** argv) {
     torch::conv2d(x, w, b, 1, 1).backward(l.tgy);
   };
 
-  std::vector<Case> cases = {
+  std::vector<bench::Case> cases = {
       {"conv2d 32->64 3x3 p1, 64x32x14x14 fwd",
        [&] {
          ember::NoGradGuard g;
@@ -118,18 +105,6 @@ int main(int argc, char** argv) {
        30},
   };
 
-  std::printf("bench/conv: ember vs libtorch %s, %d threads, median of N runs\n", TORCH_VERSION, threads);
-  std::printf("%-42s %10s %10s %7s\n", "case", "ember ms", "torch ms", "ratio");
-  int slower = 0;
-  for (const auto& c : cases) {
-    if (!only.empty() && c.name.find(only) == std::string::npos) continue;
-    // Interleave the two libraries so machine noise hits both alike.
-    double e1 = median_ms(c.ember_fn, c.reps, 2), t1 = median_ms(c.torch_fn, c.reps, 2);
-    double e2 = median_ms(c.ember_fn, c.reps, 0), t2 = median_ms(c.torch_fn, c.reps, 0);
-    double e = std::min(e1, e2), t = std::min(t1, t2);
-    std::printf("%-42s %10.3f %10.3f %7.2f\n", c.name.c_str(), e, t, e / t);
-    if (e > t) ++slower;
-  }
-  std::printf("cases where ember is slower than torch: %d\n", slower);
+  bench::run_cases("bench/conv", cases, options, 2, 3);
   return 0;
 }

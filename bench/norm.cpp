@@ -25,11 +25,6 @@ using bench::to_torch;
 
 
 
-struct Case {
-  std::string name;
-  std::function<void()> ember_fn, torch_fn;
-  int reps;
-};
 
 // One layer in both libraries with the same weights, input and output gradient.
 struct Pair {
@@ -105,20 +100,12 @@ Pair layer_norm_pair(int64_t rows, int64_t cols) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int threads = 2;
-  std::string only;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
-  }
-  ember::set_num_threads(threads);
-  torch::set_num_threads(threads);
-  ember::manual_seed(0);
+  const bench::Options options = bench::parse_options(argc, argv);
 
   Pair bn32 = batch_norm_pair(64, 32, 28);
   Pair bn64 = batch_norm_pair(64, 64, 14);
   Pair ln = layer_norm_pair(4096, 512);
-  std::vector<Case> cases = {
+  std::vector<bench::Case> cases = {
       {"BatchNorm2d 64x32x28x28 fwd", [&] { bn32.ember_step(false); }, [&] { bn32.torch_step(false); }, 30},
       {"BatchNorm2d 64x32x28x28 f+b", [&] { bn32.ember_step(true); }, [&] { bn32.torch_step(true); }, 20},
       {"BatchNorm2d 64x64x14x14 fwd", [&] { bn64.ember_step(false); }, [&] { bn64.torch_step(false); }, 30},
@@ -127,18 +114,6 @@ int main(int argc, char** argv) {
       {"LayerNorm(512) 4096x512 f+b", [&] { ln.ember_step(true); }, [&] { ln.torch_step(true); }, 20},
   };
 
-  std::printf("bench/norm: ember vs libtorch %s, %d threads, median of N runs\n", TORCH_VERSION, threads);
-  std::printf("%-30s %12s %12s %8s\n", "case", "ember ms", "torch ms", "ratio");
-  int slower = 0;
-  for (const auto& c : cases) {
-    if (!only.empty() && c.name.find(only) == std::string::npos) continue;
-    // Interleave the two libraries so machine noise hits both alike.
-    double e1 = median_ms(c.ember_fn, c.reps, 3), t1 = median_ms(c.torch_fn, c.reps, 3);
-    double e2 = median_ms(c.ember_fn, c.reps, 0), t2 = median_ms(c.torch_fn, c.reps, 0);
-    double e = std::min(e1, e2), t = std::min(t1, t2);
-    std::printf("%-30s %12.4f %12.4f %8.2f\n", c.name.c_str(), e, t, e / t);
-    if (e > t) ++slower;
-  }
-  std::printf("cases where ember is slower than torch: %d\n", slower);
+  bench::run_cases("bench/norm", cases, options, 3, 4);
   return 0;
 }

@@ -30,24 +30,11 @@ void copy_params(const ember::nn::Module& e, torch::nn::Module& t) {
 }
 
 
-struct Case {
-  std::string name;
-  std::function<void()> ember_fn, torch_fn;
-  int reps;
-};
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int threads = 2;
-  std::string only;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
-  }
-  ember::set_num_threads(threads);
-  torch::set_num_threads(threads);
-  ember::manual_seed(0);
+  const bench::Options options = bench::parse_options(argc, argv);
 
   ember::nn::LSTM lstm(256, 256);
   torch::nn::LSTM tlstm(256, 256);
@@ -81,7 +68,7 @@ int main(int argc, char** argv) {
     (out.sum() + std::get<1>(st).sum()).backward();
   };
 
-  std::vector<Case> cases = {
+  std::vector<bench::Case> cases = {
       {"LSTM(256,256) 1 step, batch 64, forward", [&] { lstm_fwd(step); }, [&] { tlstm_fwd(tstep); }, 200},
       {"LSTM(256,256) 1 step, batch 64, fwd+bwd", [&] { lstm_bwd(step); }, [&] { tlstm_bwd(tstep); }, 200},
       {"LSTM(256,256) 32 steps, batch 64, forward", [&] { lstm_fwd(seq); }, [&] { tlstm_fwd(tseq); }, 30},
@@ -110,17 +97,6 @@ int main(int argc, char** argv) {
        10},
   };
 
-  std::printf("bench/rnn: ember vs libtorch %s, %d threads, median of N runs\n", TORCH_VERSION, threads);
-  std::printf("%-44s %10s %10s %7s\n", "case", "ember ms", "torch ms", "ratio");
-  int slower = 0;
-  for (const auto& c : cases) {
-    if (!only.empty() && c.name.find(only) == std::string::npos) continue;
-    double e1 = median_ms(c.ember_fn, c.reps, 3), t1 = median_ms(c.torch_fn, c.reps, 3);
-    double e2 = median_ms(c.ember_fn, c.reps, 0), t2 = median_ms(c.torch_fn, c.reps, 0);
-    double e = std::min(e1, e2), t = std::min(t1, t2);
-    std::printf("%-44s %10.3f %10.3f %7.2f\n", c.name.c_str(), e, t, e / t);
-    if (e > t) ++slower;
-  }
-  std::printf("cases where ember is slower than torch: %d\n", slower);
+  bench::run_cases("bench/rnn", cases, options, 3, 3);
   return 0;
 }
