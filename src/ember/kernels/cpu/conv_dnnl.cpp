@@ -169,40 +169,38 @@ std::shared_ptr<const Plan> build_plan(Kind kind, const ConvGeometry& g, int64_t
   auto plan = std::make_shared<Plan>();
   Plan& p = *plan;
   size_t scratch = 0;
+  // Takes the primitive and the layouts it chose for each operand.
+  auto adopt = [&](const auto& pd, dnnl::primitive conv) {
+    p.conv = std::move(conv);
+    scratch = pd.scratchpad_desc().get_size();
+    auto layout = [&](int arg) { return pd.query_md(dnnl::query::exec_arg_md, arg); };
+    p.in1_conv = layout(p.arg_in1);
+    if (p.arg_in2) p.in2_conv = layout(p.arg_in2);
+    p.out_conv = layout(p.arg_out);
+    if (kind != Kind::Weight) p.w_conv = layout(DNNL_ARG_WEIGHTS);
+  };
+  p.w_user = w_user;
   switch (kind) {
-    case Kind::Forward: {
-      p.conv = dnnl::convolution_forward(fwd_pd);
-      scratch = fwd_pd.scratchpad_desc().get_size();
-      p.arg_in1 = DNNL_ARG_SRC;
-      p.arg_out = DNNL_ARG_DST;
-      p.in1_user = x_user, p.in1_conv = fwd_pd.src_desc();
-      p.out_user = y_user, p.out_conv = fwd_pd.dst_desc();
-      p.w_user = w_user, p.w_conv = fwd_pd.weights_desc();
+    case Kind::Forward:
+      p.arg_in1 = DNNL_ARG_SRC, p.in1_user = x_user;
+      p.arg_out = DNNL_ARG_DST, p.out_user = y_user;
+      adopt(fwd_pd, dnnl::convolution_forward(fwd_pd));
       break;
-    }
     case Kind::Input: {
+      p.arg_in1 = DNNL_ARG_DIFF_DST, p.in1_user = y_user;
+      p.arg_out = DNNL_ARG_DIFF_SRC, p.out_user = x_user;
       const dnnl::convolution_backward_data::desc d(alg, x_any, w_any, y_any, strides, dilates, pad_l, pad_r);
       const dnnl::convolution_backward_data::primitive_desc pd(d, attr, cpu_engine(), fwd_pd);
-      p.conv = dnnl::convolution_backward_data(pd);
-      scratch = pd.scratchpad_desc().get_size();
-      p.arg_in1 = DNNL_ARG_DIFF_DST;
-      p.arg_out = DNNL_ARG_DIFF_SRC;
-      p.in1_user = y_user, p.in1_conv = pd.diff_dst_desc();
-      p.out_user = x_user, p.out_conv = pd.diff_src_desc();
-      p.w_user = w_user, p.w_conv = pd.weights_desc();
+      adopt(pd, dnnl::convolution_backward_data(pd));
       break;
     }
     case Kind::Weight: {
+      p.arg_in1 = DNNL_ARG_SRC, p.in1_user = x_user;
+      p.arg_in2 = DNNL_ARG_DIFF_DST, p.in2_user = y_user;
+      p.arg_out = DNNL_ARG_DIFF_WEIGHTS, p.out_user = w_user;
       const dnnl::convolution_backward_weights::desc d(alg, x_any, w_any, y_any, strides, dilates, pad_l, pad_r);
       const dnnl::convolution_backward_weights::primitive_desc pd(d, attr, cpu_engine(), fwd_pd);
-      p.conv = dnnl::convolution_backward_weights(pd);
-      scratch = pd.scratchpad_desc().get_size();
-      p.arg_in1 = DNNL_ARG_SRC;
-      p.arg_in2 = DNNL_ARG_DIFF_DST;
-      p.arg_out = DNNL_ARG_DIFF_WEIGHTS;
-      p.in1_user = x_user, p.in1_conv = pd.src_desc();
-      p.in2_user = y_user, p.in2_conv = pd.diff_dst_desc();
-      p.out_user = w_user, p.out_conv = pd.diff_weights_desc();
+      adopt(pd, dnnl::convolution_backward_weights(pd));
       break;
     }
   }
