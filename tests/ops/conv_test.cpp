@@ -5,7 +5,9 @@
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../autograd/grad_util.h"
@@ -238,6 +240,26 @@ TEST(ConvDeterminism, OneDnnPathThreadsAndIm2colAgree) {
     EXPECT_TRUE(one[i].equal(three[i])) << i;
     EXPECT_TRUE(one[i].allclose(im2col[i], 1e-4, 1e-4)) << i;
   }
+}
+
+// Convolutions called from several user threads at once (the oneDNN plan cache, per-thread
+// buffers and streams) give the same results as one at a time.
+TEST(ConvDeterminism, ConcurrentCallsFromUserThreads) {
+  Tensor x = randn({16, 32, 14, 14}), w = randn({64, 32, 3, 3}), b = randn({64});
+  Tensor x2 = randn({9, 16, 10, 10}), w2 = randn({16, 16, 3, 3});
+  const Tensor ref1 = conv2d(x, w, b, 1, 1), ref2 = conv2d(x2, w2, {}, 2, 1);
+  std::atomic<int> mismatches{0};
+  auto worker = [&](int k) {
+    for (int i = 0; i < 20; ++i) {
+      const Tensor r = k == 1 ? conv2d(x2, w2, {}, 2, 1) : conv2d(x, w, b, 1, 1);
+      if (!r.equal(k == 1 ? ref2 : ref1)) ++mismatches;
+    }
+  };
+  std::thread t0(worker, 0), t1(worker, 1), t2(worker, 2);
+  t0.join();
+  t1.join();
+  t2.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 // The oneDNN kernels take float32 convolutions with 16+ channels and decline the rest
