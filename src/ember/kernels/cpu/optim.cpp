@@ -108,17 +108,28 @@ void sgd_step(const Tensor& param, const Tensor& grad, const Tensor& momentum_bu
     T* buf = ptr<T>(momentum_buffer);
     const T wd = T(s.weight_decay), mom = T(s.momentum), one_m_damp = T(1 - s.dampening);
     const T neg_lr = T(-s.lr);
+    // The options are read into locals (and the loop instantiated per combination) so that
+    // no flag is reloaded inside the loop and each variant vectorises.
     const bool use_wd = s.weight_decay != 0, use_mom = s.momentum != 0;
-    for (int64_t i = b; i < e; ++i) {
-      T d = s.maximize ? -g[i] : g[i];
-      if (use_wd) d = std::fma(wd, p[i], d);
-      if (use_mom) {
-        const T bi = s.init_buffer ? d : std::fma(one_m_damp, d, buf[i] * mom);
-        buf[i] = bi;
-        d = s.nesterov ? std::fma(mom, bi, d) : bi;
+    auto loop = [&](auto maximize, auto wd_on, auto mom_on, auto init, auto nesterov) {
+      for (int64_t i = b; i < e; ++i) {
+        T d = maximize ? -g[i] : g[i];
+        if constexpr (decltype(wd_on)::value) d = std::fma(wd, p[i], d);
+        if constexpr (decltype(mom_on)::value) {
+          const T bi = init ? d : std::fma(one_m_damp, d, buf[i] * mom);
+          buf[i] = bi;
+          d = nesterov ? std::fma(mom, bi, d) : bi;
+        }
+        p[i] = std::fma(neg_lr, d, p[i]);
       }
-      p[i] = std::fma(neg_lr, d, p[i]);
-    }
+    };
+    using Yes = std::true_type;
+    using No = std::false_type;
+    const bool maximize = s.maximize, init = s.init_buffer, nesterov = s.nesterov;
+    if (use_mom && !use_wd) loop(maximize, No{}, Yes{}, init, nesterov);
+    else if (use_mom) loop(maximize, Yes{}, Yes{}, init, nesterov);
+    else if (use_wd) loop(maximize, Yes{}, No{}, false, false);
+    else loop(maximize, No{}, No{}, false, false);
   });
 }
 
@@ -134,13 +145,14 @@ void rmsprop_step(const Tensor& param, const Tensor& grad, const Tensor& square_
     const T wd = T(s.weight_decay), alpha = T(s.alpha), one_m_alpha = T(1 - s.alpha);
     const T eps = T(s.eps), mom = T(s.momentum), neg_lr = T(-s.lr);
     const bool use_wd = s.weight_decay != 0, use_mom = s.momentum > 0;
+    const bool maximize = s.maximize, centered = s.centered;  // locals: not reloaded per element
     for (int64_t i = b; i < e; ++i) {
-      T gi = s.maximize ? -g[i] : g[i];
+      T gi = maximize ? -g[i] : g[i];
       if (use_wd) gi = std::fma(wd, p[i], gi);
       const T si = sq[i] * alpha + (one_m_alpha * gi) * gi;
       sq[i] = si;
       T avg;
-      if (s.centered) {
+      if (centered) {
         const T gai = std::fma(one_m_alpha, gi, ga[i] * alpha);
         ga[i] = gai;
         avg = std::sqrt(si + (T(-1) * gai) * gai);
@@ -166,9 +178,9 @@ void adagrad_step(const Tensor& param, const Tensor& grad, const Tensor& sum, co
     const T* g = ptr<T>(grad);
     T* acc = ptr<T>(sum);
     const T wd = T(s.weight_decay), eps = T(s.eps), neg_clr = T(-s.clr);
-    const bool use_wd = s.weight_decay != 0;
+    const bool use_wd = s.weight_decay != 0, maximize = s.maximize;  // locals: not reloaded per element
     for (int64_t i = b; i < e; ++i) {
-      T gi = s.maximize ? -g[i] : g[i];
+      T gi = maximize ? -g[i] : g[i];
       if (use_wd) gi = std::fma(wd, p[i], gi);
       const T si = acc[i] + gi * gi;
       acc[i] = si;
