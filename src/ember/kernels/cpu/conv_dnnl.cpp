@@ -239,8 +239,8 @@ void run_reorder(const Reorder& r, dnnl::stream& s, const memory& from, const me
 }
 
 // Runs `kind` over the batch in chunks. in1/in2 point at the batch's first image; out is
-// written per chunk (Forward/Input: the chunk's images; Weight: out_for_chunk(c)).
-// w_conv: the weight already in the plan's layout (Forward/Input).
+// written per chunk (Forward/Input: the chunk's images; Weight: row c of [chunks, weight]).
+// w: the weight in OIHW (Forward/Input).
 struct ChunkRun {
   Kind kind;
   const ConvGeometry& g;
@@ -248,7 +248,7 @@ struct ChunkRun {
   int64_t in1_image;  // floats per image of in1
   const float* in2;
   int64_t in2_image;
-  const void* w_conv;
+  const float* w;
   const float* bias;
   float* out;
   int64_t out_image;  // floats per image of out (Forward/Input); per chunk for Weight
@@ -264,6 +264,24 @@ bool run_chunks(const ChunkRun& r) {
   const auto tail_plan = tail == mb ? full_plan : get_plan(r.kind, g, tail, bias);
   if (!full_plan || !tail_plan) return false;
   dnnl::engine& eng = cpu_engine();
+  // Forward/Input: the weight in the layout the plans chose (oneDNN picks it from the shapes
+  // and ISA, so the full and tail plans normally agree), reordered once per call.
+  const void* w_conv = r.w;
+  if (r.kind != Kind::Weight) {
+    if (!(tail_plan->w_conv == full_plan->w_conv)) return false;
+    if (!full_plan->r_w.identity) {
+      thread_local Buffer weight_storage;
+      OneOmpThread one_thread;
+      ThreadState& ts = thread_state();
+      const Plan& p = *full_plan;
+      const memory from(p.w_user, eng, const_cast<float*>(r.w));
+      const memory to(p.w_conv, eng, weight_storage.get(p.w_conv.get_size()));
+      const memory scratch(p.scratch_md, eng, ts.scratch.get(std::max<size_t>(p.scratch_bytes, 1)));
+      run_reorder(p.r_w, ts.get_stream(), from, to, scratch);
+      ts.get_stream().wait();
+      w_conv = to.get_data_handle();
+    }
+  }
   parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
     OneOmpThread one_thread;
     ThreadState& ts = thread_state();
@@ -291,7 +309,7 @@ bool run_chunks(const ChunkRun& r) {
         }
         args.emplace(p.arg_in2, in2);
       } else {
-        args.emplace(DNNL_ARG_WEIGHTS, memory(p.w_conv, eng, const_cast<void*>(r.w_conv)));
+        args.emplace(DNNL_ARG_WEIGHTS, memory(p.w_conv, eng, const_cast<void*>(w_conv)));
         if (bias) {
           args.emplace(DNNL_ARG_BIAS,
                        memory(memory::desc({g.out_channels}, DT::f32, Tag::x), eng, const_cast<float*>(r.bias)));
@@ -305,31 +323,6 @@ bool run_chunks(const ChunkRun& r) {
   return true;
 }
 
-// The weight in the layout plan `kind` wants for chunks of the batch, in `storage` when a
-// reorder is needed. Null when oneDNN cannot take the case.
-const void* weight_for(Kind kind, const ConvGeometry& g, const float* w, bool bias, Buffer& storage) {
-  const int64_t mb = ceil_div(g.batch, kChunks);
-  const auto plan = get_plan(kind, g, mb, bias);
-  if (!plan) return nullptr;
-  if (plan->r_w.identity) return w;
-  // Both chunk plans (full and tail) were made for the same weight shape; oneDNN picks the
-  // weight layout from the shapes and ISA, so check that the tail plan agrees.
-  const int64_t tail = g.batch - (ceil_div(g.batch, mb) - 1) * mb;
-  if (tail != mb) {
-    const auto tail_plan = get_plan(kind, g, tail, bias);
-    if (!tail_plan || !(tail_plan->w_conv == plan->w_conv)) return nullptr;
-  }
-  OneOmpThread one_thread;
-  dnnl::engine& eng = cpu_engine();
-  ThreadState& ts = thread_state();
-  const memory from(plan->w_user, eng, const_cast<float*>(w));
-  const memory to(plan->w_conv, eng, storage.get(plan->w_conv.get_size()));
-  const memory scratch(plan->scratch_md, eng, ts.scratch.get(std::max<size_t>(plan->scratch_bytes, 1)));
-  run_reorder(plan->r_w, ts.get_stream(), from, to, scratch);
-  ts.get_stream().wait();
-  return to.get_data_handle();
-}
-
 }  // namespace
 
 bool dnnl_conv_enabled() { return enabled_flag(); }
@@ -337,19 +330,13 @@ void set_dnnl_conv_enabled(bool enabled) { enabled_flag() = enabled; }
 
 bool dnnl_conv_forward(float* y, const float* x, const float* w, const float* bias, const ConvGeometry& g) {
   if (!enabled_flag() || !eligible(g)) return false;
-  thread_local Buffer weight_storage;
-  const void* wc = weight_for(Kind::Forward, g, w, bias != nullptr, weight_storage);
-  if (!wc) return false;
-  return run_chunks({Kind::Forward, g, x, g.in_channels * g.in_h * g.in_w, nullptr, 0, wc, bias, y,
+  return run_chunks({Kind::Forward, g, x, g.in_channels * g.in_h * g.in_w, nullptr, 0, w, bias, y,
                      g.out_channels * g.out_h * g.out_w});
 }
 
 bool dnnl_conv_input_grad(float* dx, const float* dy, const float* w, const ConvGeometry& g) {
   if (!enabled_flag() || !eligible(g)) return false;
-  thread_local Buffer weight_storage;
-  const void* wc = weight_for(Kind::Input, g, w, false, weight_storage);
-  if (!wc) return false;
-  return run_chunks({Kind::Input, g, dy, g.out_channels * g.out_h * g.out_w, nullptr, 0, wc, nullptr, dx,
+  return run_chunks({Kind::Input, g, dy, g.out_channels * g.out_h * g.out_w, nullptr, 0, w, nullptr, dx,
                      g.in_channels * g.in_h * g.in_w});
 }
 
