@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -58,8 +59,8 @@ bool env_enabled() {
   return !(v && std::strcmp(v, "im2col") == 0);
 }
 
-bool& enabled_flag() {
-  static bool flag = env_enabled();
+std::atomic<bool>& enabled_flag() {
+  static std::atomic<bool> flag{env_enabled()};
   return flag;
 }
 
@@ -325,23 +326,23 @@ bool run_chunks(const ChunkRun& r) {
 
 }  // namespace
 
-bool dnnl_conv_enabled() { return enabled_flag(); }
-void set_dnnl_conv_enabled(bool enabled) { enabled_flag() = enabled; }
+bool dnnl_conv_enabled() { return enabled_flag().load(std::memory_order_relaxed); }
+void set_dnnl_conv_enabled(bool enabled) { enabled_flag().store(enabled, std::memory_order_relaxed); }
 
 bool dnnl_conv_forward(float* y, const float* x, const float* w, const float* bias, const ConvGeometry& g) {
-  if (!enabled_flag() || !eligible(g)) return false;
+  if (!dnnl_conv_enabled() || !eligible(g)) return false;
   return run_chunks({Kind::Forward, g, x, g.in_channels * g.in_h * g.in_w, nullptr, 0, w, bias, y,
                      g.out_channels * g.out_h * g.out_w});
 }
 
 bool dnnl_conv_input_grad(float* dx, const float* dy, const float* w, const ConvGeometry& g) {
-  if (!enabled_flag() || !eligible(g)) return false;
+  if (!dnnl_conv_enabled() || !eligible(g)) return false;
   return run_chunks({Kind::Input, g, dy, g.out_channels * g.out_h * g.out_w, nullptr, 0, w, nullptr, dx,
                      g.in_channels * g.in_h * g.in_w});
 }
 
 bool dnnl_conv_weight_grad(float* dw, const float* x, const float* dy, const ConvGeometry& g) {
-  if (!enabled_flag() || !eligible(g)) return false;
+  if (!dnnl_conv_enabled() || !eligible(g)) return false;
   const int64_t mb = ceil_div(g.batch, kChunks);
   const int64_t chunks = ceil_div(g.batch, mb);
   const int64_t wsize = g.out_channels * g.in_channels * g.kernel_h * g.kernel_w;
