@@ -4,6 +4,8 @@
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <cmath>
 #include <functional>
 #include <string>
@@ -19,14 +21,7 @@ D Vals(const Tensor& t) { return t.to_vector<double>(); }
 // Float64 tensors (a list of doubles gives the default dtype, float32, as in libtorch).
 Tensor T64(std::initializer_list<double> v) { return tensor(v, kFloat64); }
 
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using ember::testing::ErrorOf;
 
 TEST(AutogradEngine, GraphNamesAndLeaves) {
   Tensor x = T64({1.0, 2.0, 3.0}).requires_grad_();

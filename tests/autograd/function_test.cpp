@@ -4,6 +4,8 @@
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -17,14 +19,7 @@ namespace {
 using autograd::AutogradContext;
 using autograd::variable_list;
 
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using ember::testing::ErrorOf;
 
 struct MyReLU : autograd::Function<MyReLU> {
   static Tensor forward(AutogradContext* ctx, Tensor x) {

@@ -4,6 +4,8 @@
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <set>
 #include <string>
 #include <vector>
@@ -11,14 +13,7 @@
 namespace ember::data {
 namespace {
 
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using ember::testing::ErrorOf;
 
 std::shared_ptr<TensorDataset> Rows(int64_t n) {
   return std::make_shared<TensorDataset>(arange(0, n * 3, TensorOptions(kFloat32)).reshape({n, 3}), arange(n));

@@ -3,6 +3,8 @@
 
 #include <ember/ember.h>
 #include <gtest/gtest.h>
+
+#include "test_util.h"
 #include <unistd.h>
 
 #include <filesystem>
@@ -15,14 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using ember::testing::ErrorOf;
 
 class TempDir {
  public:

@@ -4,6 +4,8 @@
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <algorithm>
 #include <numeric>
 #include <set>
@@ -24,14 +26,7 @@ std::vector<int64_t> Iota(int64_t n) {
   return v;
 }
 
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using ember::testing::ErrorOf;
 
 TEST(Sampler, SequentialIsInOrder) {
   SequentialSampler s(5);

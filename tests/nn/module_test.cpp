@@ -4,6 +4,8 @@
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -14,14 +16,7 @@ namespace {
 
 using Keys = std::vector<std::string>;
 
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using ember::testing::ErrorOf;
 
 struct NetImpl : nn::Module {
   NetImpl() : Module("Net") {

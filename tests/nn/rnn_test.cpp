@@ -5,6 +5,8 @@
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <cmath>
 #include <string>
 #include <vector>
@@ -15,14 +17,7 @@ namespace {
 using Keys = std::vector<std::string>;
 using Sizes = std::vector<int64_t>;
 
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using ember::testing::ErrorOf;
 
 void ExpectClose(const Tensor& a, const Tensor& b, double tol = 1e-5) {
   ASSERT_EQ(a.sizes().vec(), b.sizes().vec());

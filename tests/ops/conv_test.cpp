@@ -5,6 +5,8 @@
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <atomic>
 #include <string>
 #include <thread>
@@ -16,20 +18,12 @@
 namespace ember {
 namespace {
 
-using I64 = std::vector<int64_t>;
 using testing::check_grads;
+using testing::Doubles;
+using testing::I64;
+using testing::Sizes;
 
-I64 Sizes(const Tensor& t) { return t.sizes().vec(); }
-std::vector<double> Doubles(const Tensor& t) { return t.to_vector<double>(); }
-
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using ember::testing::ErrorOf;
 
 double Dot(const Tensor& a, const Tensor& b) { return (a * b).sum().item<double>(); }
 

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "ops/ops_util.h"
+#include "test_util.h"
 
 #include <algorithm>
 #include <cctype>
@@ -17,7 +17,7 @@
 namespace ember {
 namespace {
 
-using namespace testing;  // I64, F32, Sizes, Strides, Longs, Floats, Doubles, ExpectError (ops_util.h)
+using namespace testing;  // I64, F32, Sizes, Strides, Longs, Floats, Doubles, ExpectError (test_util.h)
 
 bool Aligned64(const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()) % 64 == 0; }
 

@@ -5,7 +5,7 @@
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
-#include "ops/ops_util.h"
+#include "test_util.h"
 
 #include <algorithm>
 #include <cctype>
@@ -20,7 +20,7 @@
 namespace ember {
 namespace {
 
-using namespace testing;  // I64, F32, Sizes, Longs, Floats, Doubles, ExpectError (ops_util.h)
+using namespace testing;  // I64, F32, Sizes, Longs, Floats, Doubles, ExpectError (test_util.h)
 
 Tensor Ar(int64_t n, DType dt = kFloat32) { return arange(0, n, TensorOptions(dt)); }
 Tensor L(std::initializer_list<int64_t> v) { return tensor(v); }

@@ -6,7 +6,7 @@
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
-#include "ops/ops_util.h"
+#include "test_util.h"
 
 #include <algorithm>
 #include <cctype>
@@ -21,7 +21,7 @@
 namespace ember {
 namespace {
 
-using namespace testing;  // I64, F32, Sizes, Longs, Floats, Doubles, ExpectError (ops_util.h)
+using namespace testing;  // I64, F32, Sizes, Longs, Floats, Doubles, ExpectError (test_util.h)
 
 // a (m x k) @ b (k x n) in double, row-major, from any layout.
 std::vector<double> NaiveMM(const Tensor& a, const Tensor& b) {

@@ -5,6 +5,8 @@
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
+#include "test_util.h"
+
 #include <cmath>
 #include <limits>
 #include <string>
@@ -15,20 +17,12 @@
 namespace ember {
 namespace {
 
-using I64 = std::vector<int64_t>;
 using testing::check_grads;
+using testing::Doubles;
+using testing::I64;
+using testing::Sizes;
 
-I64 Sizes(const Tensor& t) { return t.sizes().vec(); }
-std::vector<double> Doubles(const Tensor& t) { return t.to_vector<double>(); }
-
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using ember::testing::ErrorOf;
 
 void ExpectNear(const Tensor& t, const std::vector<double>& expected, double tol = 1e-4) {
   const std::vector<double> got = Doubles(t);

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "ops/ops_util.h"
+#include "test_util.h"
 
 #include <algorithm>
 #include <cctype>
@@ -19,7 +19,7 @@
 namespace ember {
 namespace {
 
-using namespace testing;  // I64, F32, Sizes, Strides, Longs, Floats, Doubles, ExpectError (ops_util.h)
+using namespace testing;  // I64, F32, Sizes, Strides, Longs, Floats, Doubles, ExpectError (test_util.h)
 
 struct Moments {
   double mean = 0, var = 0, min = 0, max = 0;

@@ -4,7 +4,7 @@
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
-#include "ops/ops_util.h"
+#include "test_util.h"
 
 #include <algorithm>
 #include <cctype>
@@ -19,7 +19,7 @@
 namespace ember {
 namespace {
 
-using namespace testing;  // I64, F32, Sizes, Longs, Floats, Doubles, ExpectError (ops_util.h)
+using namespace testing;  // I64, F32, Sizes, Longs, Floats, Doubles, ExpectError (test_util.h)
 
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();

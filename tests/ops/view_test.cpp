@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "ops/ops_util.h"
+#include "test_util.h"
 
 #include <algorithm>
 #include <cctype>
@@ -18,7 +18,7 @@
 namespace ember {
 namespace {
 
-using namespace testing;  // I64, F32, Sizes, Longs, Floats, Doubles, ExpectError (ops_util.h)
+using namespace testing;  // I64, F32, Sizes, Longs, Floats, Doubles, ExpectError (test_util.h)
 
 Tensor Arange(int64_t n) { return arange(n); }
 

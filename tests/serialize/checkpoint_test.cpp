@@ -5,6 +5,8 @@
 
 #include <ember/ember.h>
 #include <gtest/gtest.h>
+
+#include "test_util.h"
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -29,14 +31,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using ember::testing::ErrorOf;
 
 // A fresh directory, removed with its contents at the end of the test.
 class TempDir {

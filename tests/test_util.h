@@ -1,5 +1,5 @@
 #pragma once
-// Helpers shared by the op tests: a tensor's sizes and values as std::vectors, and a check
+// Helpers shared by the unit tests: a tensor's sizes and values as std::vectors, and checks
 // that a call fails with an ember::Error naming what it should.
 
 #include <ember/ember.h>
@@ -46,6 +46,16 @@ inline std::string ExpectError(const std::function<void()>& fn, const std::vecto
   }
   ADD_FAILURE() << "expected ember::Error, nothing was thrown";
   return {};
+}
+
+// The message of the ember::Error fn throws, or "" when it throws none.
+inline std::string ErrorOf(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 }  // namespace ember::testing
