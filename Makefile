@@ -1,20 +1,20 @@
 # ember: top-level entry points. Every target runs scripts/setup.sh first (it returns at
 # once when the Debian packages are already there), then configures and builds with CMake.
 #
-#   make            build (Release, -O3 -march=native)
+#   make            build (Release, -O3, portable: x86-64-v2 + per-ISA kernels chosen at run time)
 #   make test       build and run every test (CTest)
 #   make demo       build and train the main example (a CNN on Fashion-MNIST, 2 epochs)
 #   make bench      build and run the benchmarks (ember vs PyTorch, same process)
 #   make bench-train  one epoch of the main job in ember and in PyTorch, side by side
 #   make sanitize   build with -fsanitize=address,undefined in build-asan/ and run the tests
 #
-# Options: NATIVE=OFF drops -march=native; WERROR=ON turns warnings into errors;
+# Options: NATIVE=ON adds -march=native (not portable); WERROR=ON turns warnings into errors;
 # JOBS=N sets build parallelism; CMAKE_FLAGS=... passes anything else to CMake.
 
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
 JOBS ?= $(shell nproc)
-NATIVE ?= ON
+NATIVE ?= OFF
 WERROR ?= OFF
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?= --output-on-failure --timeout 900

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <ember/ember.h>
+#include <ember/core/cpu_capability.h>
 
 #include <algorithm>
 #include <chrono>
@@ -77,7 +78,8 @@ inline int run_cases(const char* title, const std::vector<Case>& cases, const Op
   size_t width = 4;
   for (const Case& c : cases) width = std::max(width, c.name.size());
   const int w = static_cast<int>(width);
-  std::printf("%s: ember vs libtorch %s, %d threads, median of N runs\n", title, TORCH_VERSION, o.threads);
+  std::printf("%s: ember (CPU kernels: %s) vs libtorch %s, %d threads, median of N runs\n", title,
+              ember::cpu_capability_name().c_str(), TORCH_VERSION, o.threads);
   std::printf("%-*s %10s %10s %7s\n", w, "case", "ember ms", "torch ms", "ratio");
   int slower = 0;
   for (const Case& c : cases) {

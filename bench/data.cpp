@@ -6,6 +6,7 @@
 //   --root DIR (default /usr/share/datasets/fashion-mnist)  --workers N (default 2)
 //   --script PATH (default: bench/data_loader_torch.py, else the one in this source folder)
 
+#include <ember/core/cpu_capability.h>
 #include <ember/ember.h>
 
 #include <algorithm>
@@ -84,7 +85,8 @@ int main(int argc, char** argv) {
     pclose(p);
   }
 
-  std::printf("bench_data: Fashion-MNIST train, %d samples, batch 64, shuffle, Normalize\n", static_cast<int>(n));
+  std::printf("bench_data: Fashion-MNIST train, %d samples, batch 64, shuffle, Normalize (CPU kernels: %s)\n",
+              static_cast<int>(n), ember::cpu_capability_name().c_str());
   std::printf("| case | ember samples/s | torch samples/s | epoch ember/torch |\n| --- | ---: | ---: | ---: |\n");
   auto row = [&](const char* name, double s) {
     if (torch_rate > 0) {

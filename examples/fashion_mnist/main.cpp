@@ -9,6 +9,7 @@
 // smoke tests use it.
 // The last line is a machine-readable summary that bench/train_fashion_mnist.py reads.
 
+#include <ember/core/cpu_capability.h>
 #include <ember/ember.h>
 
 #include <chrono>
@@ -167,7 +168,8 @@ int main(int argc, char** argv) {
 
   std::cout << "Fashion-MNIST: " << train_data->size() << " training images, " << test_set->size()
             << " test images; batch " << args.batch_size << ", Adam lr " << args.lr << ", " << args.threads
-            << " threads, " << args.workers << " loader workers\n"
+            << " threads, " << args.workers << " loader workers, CPU kernels: " << ember::cpu_capability_name()
+            << "\n"
             << *model << "\n";
 
   double accuracy = 0, train_seconds = 0;

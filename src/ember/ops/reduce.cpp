@@ -348,7 +348,9 @@ Tensor scan(const char* name, bool is_prod, const Tensor& t, int64_t dim, std::o
                                    0, [&] { return scan(name, is_prod, t, dim, dtype); });
   }
   if (t.dim() == 0) return t.to(od, true);
-  Plan p = make_plan(t, d, true, name);
+  // As in PyTorch, a requested dtype converts the input first (the kernel then writes the
+  // input's dtype, or int64 for integer inputs).
+  Plan p = make_plan(dtype && *dtype != t.dtype() ? t.to(*dtype) : t, d, true, name);
   Tensor out = empty(p.input.sizes(), TensorOptions(od));
   kernels::cpu::cumulative(is_prod, out, p.input, p.shape);
   return out;  // make_plan kept a single dim in place, so the layout is t's

@@ -7,7 +7,7 @@
 #include "ember/kernels/cpu/loops.h"
 #include "ember/kernels/cpu/pointwise.h"
 
-namespace ember::kernels::cpu {
+namespace ember::kernels::cpu::EMBER_CPU_NS {  // compiled per ISA level (kernels/cpu/isa.h)
 
 namespace {
 
@@ -300,4 +300,4 @@ void isclose(const Tensor& out, const Tensor& a, const Tensor& b, double rtol, d
   });
 }
 
-}  // namespace ember::kernels::cpu
+}  // namespace ember::kernels::cpu::EMBER_CPU_NS

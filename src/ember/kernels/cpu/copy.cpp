@@ -4,7 +4,7 @@
 #include "ember/kernels/cpu/iter.h"
 #include "ember/kernels/cpu/kernels.h"
 
-namespace ember::kernels::cpu {
+namespace ember::kernels::cpu::EMBER_CPU_NS {  // compiled per ISA level (kernels/cpu/isa.h)
 
 void copy(const Tensor& dst, const Tensor& src) {
   if (dst.numel() == 0) return;
@@ -68,4 +68,4 @@ void fill(const Tensor& dst, const Scalar& value) {
   });
 }
 
-}  // namespace ember::kernels::cpu
+}  // namespace ember::kernels::cpu::EMBER_CPU_NS

@@ -7,7 +7,7 @@
 #include "ember/core/check.h"
 #include "ember/core/parallel.h"
 
-namespace ember::kernels::cpu {
+namespace ember::kernels::cpu::EMBER_CPU_NS {  // compiled per ISA level (kernels/cpu/isa.h)
 
 namespace {
 
@@ -356,4 +356,4 @@ void layer_norm_backward(const Tensor& grad_input, const Tensor& grad_weight, co
   });
 }
 
-}  // namespace ember::kernels::cpu
+}  // namespace ember::kernels::cpu::EMBER_CPU_NS

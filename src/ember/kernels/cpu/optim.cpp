@@ -7,7 +7,7 @@
 #include "ember/kernels/cpu/vec.h"
 #include "ember/kernels/cpu/dispatch.h"
 
-namespace ember::kernels::cpu {
+namespace ember::kernels::cpu::EMBER_CPU_NS {  // compiled per ISA level (kernels/cpu/isa.h)
 namespace {
 
 // Elements per parallel chunk: fixed, so chunking never depends on the thread count
@@ -190,4 +190,4 @@ void adagrad_step(const Tensor& param, const Tensor& grad, const Tensor& sum, co
   });
 }
 
-}  // namespace ember::kernels::cpu
+}  // namespace ember::kernels::cpu::EMBER_CPU_NS

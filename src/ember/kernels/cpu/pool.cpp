@@ -14,7 +14,7 @@
 #include "ember/core/check.h"
 #include "ember/core/parallel.h"
 
-namespace ember::kernels::cpu {
+namespace ember::kernels::cpu::EMBER_CPU_NS {  // compiled per ISA level (kernels/cpu/isa.h)
 
 namespace {
 
@@ -372,4 +372,4 @@ void adaptive_avg_pool2d_backward(const Tensor& grad_input, const Tensor& grad_o
   });
 }
 
-}  // namespace ember::kernels::cpu
+}  // namespace ember::kernels::cpu::EMBER_CPU_NS

@@ -8,7 +8,7 @@
 #include "ember/kernels/cpu/loops.h"
 #include "ember/kernels/cpu/vec.h"
 
-namespace ember::kernels::cpu {
+namespace ember::kernels::cpu::EMBER_CPU_NS {  // compiled per ISA level (kernels/cpu/isa.h)
 
 namespace {
 
@@ -152,29 +152,43 @@ bool is_nan(C x) {
 
 }  // namespace
 
+// The output dtypes the ops ask for (ops/reduce.cpp converts the input first when the
+// user passes a dtype): the input's own, int64 for integer sums and products and for
+// count_nonzero, bool (or uint8 for uint8 input) for all/any. Each op instantiates only its
+// own pairs, which keeps this file's compile time (it is built once per ISA level) small.
+enum class OutKind { Same, SameOrInt64, Int64, BoolOrUInt8 };
+
+template <typename T, typename F>
+void with_out_type(OutKind kind, DType out, F&& f) {
+  if ((kind == OutKind::Same || kind == OutKind::SameOrInt64) && out == dtype_of<T>()) return f(TypeTag<T>{});
+  if ((kind == OutKind::SameOrInt64 || kind == OutKind::Int64) && out == kInt64) return f(TypeTag<int64_t>{});
+  if (kind == OutKind::BoolOrUInt8 && out == kBool) return f(TypeTag<bool>{});
+  if (kind == OutKind::BoolOrUInt8 && out == kUInt8) return f(TypeTag<uint8_t>{});
+  EMBER_ERROR("[reduce] output dtype ", out, " is not supported for input dtype ", dtype_of<T>());
+}
+
 void reduce(ReduceOp op, const Tensor& out, const Tensor& in, ReduceShape s, double p) {
   dispatch_all(in.dtype(), "reduce", [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = acc_t<T>;
     using A = acc_of<T>;
-    auto run_out = [&](auto otag, auto init, auto step, auto merge, auto done) {
-      using O = typename decltype(otag)::type;
-      generic_reduce<T, O>(out, in, s, init, step, merge, done);
-    };
-    auto same_out = [&](auto init, auto step, auto merge, auto done) {
-      dispatch_all(out.dtype(), "reduce", [&](auto otag) { run_out(otag, init, step, merge, done); });
+    auto run = [&](OutKind kind, auto init, auto step, auto merge, auto done) {
+      with_out_type<T>(kind, out.dtype(), [&](auto otag) {
+        using O = typename decltype(otag)::type;
+        generic_reduce<T, O>(out, in, s, init, step, merge, done);
+      });
     };
     auto ident = [](auto a, int64_t) { return a; };
     switch (op) {
       case ReduceOp::Sum:
-        dispatch_all(out.dtype(), "sum", [&](auto otag) {
+        with_out_type<T>(OutKind::SameOrInt64, out.dtype(), [&](auto otag) {
           using O = typename decltype(otag)::type;
           sum_reduce<T, O>(out, in, s);
         });
         return;
       case ReduceOp::Prod:
-        same_out(A(1), [](A a, T x) { return static_cast<A>(a * static_cast<A>(static_cast<C>(x))); },
-                 [](A a, A b) { return static_cast<A>(a * b); }, ident);
+        run(OutKind::SameOrInt64, A(1), [](A a, T x) { return static_cast<A>(a * static_cast<A>(static_cast<C>(x))); },
+            [](A a, A b) { return static_cast<A>(a * b); }, ident);
         return;
       case ReduceOp::Max:
       case ReduceOp::Min: {
@@ -188,50 +202,58 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& in, ReduceShape s, dou
         if constexpr (std::is_floating_point_v<C>) init = mx ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::infinity();
         else if constexpr (std::is_same_v<C, bool>) init = !mx;
         else init = mx ? std::numeric_limits<C>::lowest() : std::numeric_limits<C>::max();
-        same_out(init, [pick](C a, T x) { return pick(a, static_cast<C>(x)); }, pick, ident);
+        run(OutKind::Same, init, [pick](C a, T x) { return pick(a, static_cast<C>(x)); }, pick, ident);
         return;
       }
-      case ReduceOp::NormL1:
-        same_out(0.0, [](double a, T x) { return a + std::fabs(static_cast<double>(static_cast<C>(x))); },
-                 [](double a, double b) { return a + b; }, ident);
-        return;
-      case ReduceOp::NormL2Sq:
-        same_out(0.0, [](double a, T x) { double v = static_cast<double>(static_cast<C>(x)); return a + v * v; },
-                 [](double a, double b) { return a + b; }, [](double a, int64_t) { return std::sqrt(a); });
-        return;
-      case ReduceOp::NormInf:
-      case ReduceOp::NormNegInf: {
-        const bool mx = op == ReduceOp::NormInf;
-        auto pick = [mx](double a, double b) {
-          if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
-          return mx ? std::max(a, b) : std::min(a, b);
-        };
-        same_out(mx ? 0.0 : std::numeric_limits<double>::infinity(),
-                 [pick](double a, T x) { return pick(a, std::fabs(static_cast<double>(static_cast<C>(x)))); },
-                 pick, ident);
-        return;
-      }
-      case ReduceOp::NormP:
-        same_out(0.0, [p](double a, T x) { return a + std::pow(std::fabs(static_cast<double>(static_cast<C>(x))), p); },
-                 [](double a, double b) { return a + b; }, [p](double a, int64_t) { return std::pow(a, 1.0 / p); });
-        return;
-      case ReduceOp::NormL0:
-        same_out(0.0, [](double a, T x) { return a + (static_cast<C>(x) != C(0) ? 1.0 : 0.0); },
-                 [](double a, double b) { return a + b; }, ident);
-        return;
       case ReduceOp::All:
-        same_out(true, [](bool a, T x) { return a && static_cast<C>(x) != C(0); },
-                 [](bool a, bool b) { return a && b; }, ident);
+        run(OutKind::BoolOrUInt8, true, [](bool a, T x) { return a && static_cast<C>(x) != C(0); },
+            [](bool a, bool b) { return a && b; }, ident);
         return;
       case ReduceOp::Any:
-        same_out(false, [](bool a, T x) { return a || static_cast<C>(x) != C(0); },
-                 [](bool a, bool b) { return a || b; }, ident);
+        run(OutKind::BoolOrUInt8, false, [](bool a, T x) { return a || static_cast<C>(x) != C(0); },
+            [](bool a, bool b) { return a || b; }, ident);
         return;
       case ReduceOp::CountNonzero:
-        same_out(int64_t(0), [](int64_t a, T x) { return a + (static_cast<C>(x) != C(0) ? 1 : 0); },
-                 [](int64_t a, int64_t b) { return a + b; }, ident);
+        run(OutKind::Int64, int64_t(0), [](int64_t a, T x) { return a + (static_cast<C>(x) != C(0) ? 1 : 0); },
+            [](int64_t a, int64_t b) { return a + b; }, ident);
         return;
+      default: break;
     }
+    // Norms (ops/reduce.cpp accepts floating inputs only).
+    if constexpr (std::is_floating_point_v<C>) {
+      switch (op) {
+        case ReduceOp::NormL1:
+          run(OutKind::Same, 0.0, [](double a, T x) { return a + std::fabs(static_cast<double>(static_cast<C>(x))); },
+              [](double a, double b) { return a + b; }, ident);
+          return;
+        case ReduceOp::NormL2Sq:
+          run(OutKind::Same, 0.0, [](double a, T x) { double v = static_cast<double>(static_cast<C>(x)); return a + v * v; },
+              [](double a, double b) { return a + b; }, [](double a, int64_t) { return std::sqrt(a); });
+          return;
+        case ReduceOp::NormInf:
+        case ReduceOp::NormNegInf: {
+          const bool mx = op == ReduceOp::NormInf;
+          auto pick = [mx](double a, double b) {
+            if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<double>::quiet_NaN();
+            return mx ? std::max(a, b) : std::min(a, b);
+          };
+          run(OutKind::Same, mx ? 0.0 : std::numeric_limits<double>::infinity(),
+              [pick](double a, T x) { return pick(a, std::fabs(static_cast<double>(static_cast<C>(x)))); }, pick, ident);
+          return;
+        }
+        case ReduceOp::NormP:
+          run(OutKind::Same, 0.0,
+              [p](double a, T x) { return a + std::pow(std::fabs(static_cast<double>(static_cast<C>(x))), p); },
+              [](double a, double b) { return a + b; }, [p](double a, int64_t) { return std::pow(a, 1.0 / p); });
+          return;
+        case ReduceOp::NormL0:
+          run(OutKind::Same, 0.0, [](double a, T x) { return a + (static_cast<C>(x) != C(0) ? 1.0 : 0.0); },
+              [](double a, double b) { return a + b; }, ident);
+          return;
+        default: break;
+      }
+    }
+    EMBER_ERROR("[reduce] this reduction needs a floating-point input, got dtype ", in.dtype());
   });
 }
 
@@ -331,7 +353,7 @@ void logsumexp(const Tensor& out, const Tensor& in, ReduceShape s) {
 void cumulative(bool is_prod, const Tensor& out, const Tensor& in, ReduceShape s) {
   dispatch_all(in.dtype(), is_prod ? "cumprod" : "cumsum", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    dispatch_all(out.dtype(), "cumsum", [&](auto otag) {
+    with_out_type<T>(OutKind::SameOrInt64, out.dtype(), [&](auto otag) {
       using O = typename decltype(otag)::type;
       using A = acc_of<O>;
       const T* x = in.data_ptr<T>();
@@ -402,4 +424,4 @@ void softmax(bool log, const Tensor& out, const Tensor& in, ReduceShape s) {
   });
 }
 
-}  // namespace ember::kernels::cpu
+}  // namespace ember::kernels::cpu::EMBER_CPU_NS

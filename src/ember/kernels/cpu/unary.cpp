@@ -8,7 +8,7 @@
 #include "ember/kernels/cpu/pointwise.h"
 #include "ember/kernels/cpu/vec.h"
 
-namespace ember::kernels::cpu {
+namespace ember::kernels::cpu::EMBER_CPU_NS {  // compiled per ISA level (kernels/cpu/isa.h)
 
 namespace {
 
@@ -342,4 +342,4 @@ void nan_to_num(const Tensor& out, const Tensor& in, double nan, double posinf, 
   });
 }
 
-}  // namespace ember::kernels::cpu
+}  // namespace ember::kernels::cpu::EMBER_CPU_NS

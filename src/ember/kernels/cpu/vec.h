@@ -1,14 +1,20 @@
 #pragma once
-// Internal: the float32 SIMD width this build targets and Sleef's vectorised math for
-// it. With -march=native on AVX-512 machines a vector is 16 floats, on AVX2 8; without
-// either (EMBER_NATIVE=OFF), EMBER_HAVE_VEC is 0 and kernels use their scalar loops.
+// Internal: the float32 SIMD width of the ISA level this copy of a kernel file is compiled
+// for, and Sleef's vectorised math for it: 16 floats at the avx512 level, 8 at avx2; at the
+// baseline level EMBER_HAVE_VEC is 0 and kernels use their scalar loops. Only the per-ISA
+// kernel files include it (kernels/cpu/isa.h), so each level's wrappers get their own
+// namespace.
+
+#ifndef EMBER_CPU_NS
+#error "vec.h is for the kernel files compiled per ISA level (EMBER_DISPATCH_SOURCES in CMakeLists.txt)"
+#endif
 
 #include <immintrin.h>
 #include <sleef.h>
 
 #if defined(__AVX512F__)
 #define EMBER_HAVE_VEC 1
-namespace ember::kernels::vec {
+namespace ember::kernels::cpu::EMBER_CPU_NS::vec {
 using VecF = __m512;
 inline constexpr int kLanes = 16;
 inline VecF load(const float* p) { return _mm512_loadu_ps(p); }
@@ -18,9 +24,9 @@ inline VecF add(VecF a, VecF b) { return _mm512_add_ps(a, b); }
 inline VecF sub(VecF a, VecF b) { return _mm512_sub_ps(a, b); }
 inline VecF mul(VecF a, VecF b) { return _mm512_mul_ps(a, b); }
 inline VecF div(VecF a, VecF b) { return _mm512_div_ps(a, b); }
-inline VecF max(VecF a, VecF b) { return _mm512_max_ps(a, b); }
+// The masked forms avoid GCC 12's false -Wmaybe-uninitialized on _mm512_max_ps/sqrt_ps.
+inline VecF max(VecF a, VecF b) { return _mm512_maskz_max_ps(0xFFFF, a, b); }
 inline VecF fmadd(VecF a, VecF b, VecF c) { return _mm512_fmadd_ps(a, b, c); }
-// The masked form avoids GCC 12's false -Wmaybe-uninitialized on _mm512_sqrt_ps.
 inline VecF sqrt(VecF v) { return _mm512_maskz_sqrt_ps(0xFFFF, v); }
 inline VecF exp(VecF v) { return Sleef_expf16_u10(v); }
 inline VecF exp2(VecF v) { return Sleef_exp2f16_u10(v); }
@@ -39,10 +45,10 @@ inline VecF sinh(VecF v) { return Sleef_sinhf16_u10(v); }
 inline VecF cosh(VecF v) { return Sleef_coshf16_u10(v); }
 inline VecF tanh(VecF v) { return Sleef_tanhf16_u10(v); }
 inline VecF erf(VecF v) { return Sleef_erff16_u10(v); }
-}  // namespace ember::kernels::vec
+}  // namespace ember::kernels::cpu::EMBER_CPU_NS::vec
 #elif defined(__AVX2__)
 #define EMBER_HAVE_VEC 1
-namespace ember::kernels::vec {
+namespace ember::kernels::cpu::EMBER_CPU_NS::vec {
 using VecF = __m256;
 inline constexpr int kLanes = 8;
 inline VecF load(const float* p) { return _mm256_loadu_ps(p); }
@@ -72,7 +78,7 @@ inline VecF sinh(VecF v) { return Sleef_sinhf8_u10(v); }
 inline VecF cosh(VecF v) { return Sleef_coshf8_u10(v); }
 inline VecF tanh(VecF v) { return Sleef_tanhf8_u10(v); }
 inline VecF erf(VecF v) { return Sleef_erff8_u10(v); }
-}  // namespace ember::kernels::vec
+}  // namespace ember::kernels::cpu::EMBER_CPU_NS::vec
 #else
 #define EMBER_HAVE_VEC 0
 #endif
