@@ -40,6 +40,7 @@ demo: build
 	@./$(BUILD_DIR)/examples/fashion_mnist --epochs 2 --out $(BUILD_DIR)/demo $(DEMO_FLAGS)
 
 bench: build
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target ember_benchmarks
 	@./$(BUILD_DIR)/bench/bench_ops
 	@./$(BUILD_DIR)/bench/bench_autograd
 	@./$(BUILD_DIR)/bench/bench_conv
