@@ -190,6 +190,9 @@ TEST(PointwiseGrad, NodeNames) {
   EXPECT_EQ(a.log1p().grad_fn()->name(), "Log1PBackward0");
   EXPECT_EQ(a.relu().grad_fn()->name(), "ReluBackward0");
   EXPECT_EQ(a.sigmoid().grad_fn()->name(), "SigmoidBackward0");
+  EXPECT_EQ(a.softplus().grad_fn()->name(), "SoftplusBackward0");
+  EXPECT_EQ(leaky_relu(a).grad_fn()->name(), "LeakyReluBackward0");
+  EXPECT_EQ(logit(a, 0.1).grad_fn()->name(), "LogitBackward0");
   Tensor c = a * 1;
   c.mul_(b);
   EXPECT_EQ(c.grad_fn()->name(), "MulBackward0");
@@ -219,6 +222,9 @@ TEST(PointwiseGrad, ClampLerpNanToNum) {
   EXPECT_EQ(check_grads([](const V& v) { return v[0].lerp(v[1], 0.3); }, {x, randn({3, 4}, TensorOptions(kFloat64))}),
             "");
   EXPECT_EQ(check_grads([](const V& v) { return v[0].softplus(2, 1); }, {x}), "");
+  EXPECT_EQ(check_grads([](const V& v) { return leaky_relu(v[0], 0.2); }, {x.t()}), "");
+  EXPECT_EQ(check_grads([](const V& v) { return logit(v[0]); }, {U({3, 4}, 0.05, 0.95)}), "");
+  EXPECT_EQ(check_grads([](const V& v) { return logit(v[0], 0.3); }, {U({3, 4}, 0.05, 0.95)}), "");
   EXPECT_EQ(check_grads([](const V& v) { return v[0].outer(v[1]); },
                         {randn({3}, TensorOptions(kFloat64)), randn({4}, TensorOptions(kFloat64))}),
             "");

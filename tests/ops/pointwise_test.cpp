@@ -5,6 +5,7 @@
 #include <ember/ember.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -153,6 +154,54 @@ TEST(Pointwise, GeluAndFriendsKnownValues) {
   EXPECT_NEAR(tensor({0.5}, kFloat64).erfinv().item<double>(), 0.4769362762044699, 1e-12);
   EXPECT_THROW(x.gelu("fast"), Error);
   EXPECT_EQ(tensor({0.5, 1.5, 2.5, -0.5}).round().to_vector<float>(), (std::vector<float>{0, 2, 2, -0}));
+}
+
+TEST(Pointwise, ParameterisedUnaryOps) {
+  Tensor x = tensor({-2.0, -0.5, 0.0, 0.5, 3.0}, kFloat64);
+  EXPECT_EQ(leaky_relu(x, 0.1).to_vector<double>(), (std::vector<double>{-0.2, -0.05, 0.0, 0.5, 3.0}));
+  EXPECT_EQ(leaky_relu(x).to_vector<double>()[0], -2.0 * 0.01);
+  // softplus: log1p(exp(beta x)) / beta, x itself above the threshold.
+  auto sp = softplus(x, 2, 4).to_vector<double>();
+  EXPECT_NEAR(sp[0], std::log1p(std::exp(-4.0)) / 2, 1e-15);
+  EXPECT_EQ(sp[4], 3.0);
+  // logit: without eps NaN outside [0, 1] and inf at 1; with eps the input is clamped.
+  Tensor p = tensor({-0.5, 0.0, 0.25, 1.0, 2.0}, kFloat64);
+  auto l = logit(p).to_vector<double>();
+  EXPECT_TRUE(std::isnan(l[0]));
+  EXPECT_EQ(l[1], -INFINITY);
+  EXPECT_NEAR(l[2], std::log(1.0 / 3.0), 1e-15);
+  EXPECT_EQ(l[3], INFINITY);
+  EXPECT_TRUE(std::isnan(l[4]));
+  auto le = logit(p, 0.1).to_vector<double>();
+  EXPECT_NEAR(le[0], std::log(0.1 / 0.9), 1e-15);
+  EXPECT_NEAR(le[4], std::log(0.9 / 0.1), 1e-15);
+  // Integer inputs: logit computes in the default float dtype; leaky_relu and softplus refuse.
+  EXPECT_EQ(logit(tensor({0, 1})).dtype(), kFloat32);
+  EXPECT_EQ(error_of([] { leaky_relu(tensor({1, 2})); }),
+            "[leaky_relu] is only defined for floating-point tensors, got dtype int64");
+  EXPECT_EQ(error_of([] { softplus(tensor({1, 2})); }), "[softplus] expected a floating-point tensor, got int64");
+  EXPECT_EQ(error_of([] { logit(Tensor()); }), "[logit] called on an undefined tensor");
+}
+
+// Float math with a vector form (atan2, pow, fmod and the unary functions) gives a value the
+// same result wherever it sits: contiguous, strided, broadcast, or in the padded tail.
+TEST(Pointwise, VectorisedFloatMathDoesNotDependOnLayout) {
+  manual_seed(5);
+  Tensor a = randn({37, 29}), b = randn({37, 29}).abs() + 0.5;
+  Tensor at = a.t().contiguous().t(), bt = b.t().contiguous().t();
+  for (auto [name, fn] : std::vector<std::pair<std::string, std::function<Tensor(const Tensor&, const Tensor&)>>>{
+           {"atan2", [](const Tensor& x, const Tensor& y) { return atan2(x, y); }},
+           {"pow", [](const Tensor& x, const Tensor& y) { return y.pow(x); }},
+           {"fmod", [](const Tensor& x, const Tensor& y) { return x.mul(7).fmod(y); }},
+           {"exp", [](const Tensor& x, const Tensor&) { return x.exp(); }}}) {
+    Tensor ref = fn(a, b);
+    EXPECT_TRUE(equal(fn(at, bt), ref)) << name << " transposed";
+    EXPECT_TRUE(equal(fn(a.flatten().slice(0, 3, 40), b.flatten().slice(0, 3, 40)),
+                      ref.flatten().slice(0, 3, 40)))
+        << name << " offset tail";
+    Tensor row = a.slice(0, 0, 1);
+    EXPECT_TRUE(equal(fn(row.expand({37, 29}), b), fn(row.expand({37, 29}).contiguous(), b))) << name << " broadcast";
+  }
 }
 
 TEST(Pointwise, AllcloseIscloseEqual) {

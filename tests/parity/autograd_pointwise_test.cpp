@@ -60,6 +60,13 @@ TEST(GradParity, UnaryOps) {
       {"log2", [](const ET& x) { return x.log2(); }, [](const TT& x) { return x.log2(); }, 0.1, 3},
       {"frac", [](const ET& x) { return x.frac(); }, [](const TT& x) { return x.frac(); }, -3, 3},
       {"floor", [](const ET& x) { return x.floor(); }, [](const TT& x) { return x.floor(); }, -3, 3},
+      {"softplus", [](const ET& x) { return x.softplus(2, 1); }, [](const TT& x) { return torch::softplus(x, 2, 1); },
+       -3, 3},
+      {"leaky_relu", [](const ET& x) { return ember::leaky_relu(x, 0.2); },
+       [](const TT& x) { return torch::leaky_relu(x, 0.2); }, -2, 2},
+      {"logit", [](const ET& x) { return ember::logit(x); }, [](const TT& x) { return torch::logit(x); }, 0.05, 0.95},
+      {"logit_eps", [](const ET& x) { return ember::logit(x, 0.25); }, [](const TT& x) { return torch::logit(x, 0.25); },
+       0.05, 0.95},
       {"pow3", [](const ET& x) { return x.pow(3); }, [](const TT& x) { return x.pow(3); }, -2, 2},
       {"pow2.5", [](const ET& x) { return x.pow(2.5); }, [](const TT& x) { return x.pow(2.5); }, 0.1, 2},
   };

@@ -14,9 +14,10 @@ using Forward = FunctionRef<Tensor()>;
 using ForwardInplace = FunctionRef<void()>;
 
 // Element-wise ops, keyed by kernels::cpu::UnaryOp / BinaryOp (as integers, to keep the
-// kernel enums out of this header). Scalar operands arrive as 0-d tensors.
-Tensor unary(uint8_t op, const Tensor& self, Forward forward);
-void unary_(uint8_t op, const char* name, const Tensor& self, ForwardInplace forward);
+// kernel enums out of this header). Scalar operands arrive as 0-d tensors; p0, p1 are a
+// parameterised unary op's parameters (kernels::cpu::UnaryParams).
+Tensor unary(uint8_t op, const Tensor& self, double p0, double p1, Forward forward);
+void unary_(uint8_t op, const char* name, const Tensor& self, double p0, double p1, ForwardInplace forward);
 Tensor binary(uint8_t op, const Tensor& a, const Tensor& b, const Scalar& alpha, Forward forward);
 void binary_(uint8_t op, const char* name, const Tensor& self, const Tensor& other, const Scalar& alpha,
              ForwardInplace forward);

@@ -16,6 +16,7 @@ namespace ember::autograd::fn {
 
 using kernels::cpu::BinaryOp;
 using kernels::cpu::UnaryOp;
+using kernels::cpu::UnaryParams;
 
 namespace {
 
@@ -25,59 +26,33 @@ constexpr double kPi = std::numbers::pi;
 
 const char* unary_name(UnaryOp op) {
   switch (op) {
-    case UnaryOp::Exp: return "ExpBackward0";
-    case UnaryOp::Exp2: return "Exp2Backward0";
-    case UnaryOp::Expm1: return "Expm1Backward0";
-    case UnaryOp::Log: return "LogBackward0";
-    case UnaryOp::Log2: return "Log2Backward0";
-    case UnaryOp::Log10: return "Log10Backward0";
-    case UnaryOp::Log1p: return "Log1PBackward0";
-    case UnaryOp::Sqrt: return "SqrtBackward0";
-    case UnaryOp::Rsqrt: return "RsqrtBackward0";
-    case UnaryOp::Reciprocal: return "ReciprocalBackward0";
-    case UnaryOp::Sin: return "SinBackward0";
-    case UnaryOp::Cos: return "CosBackward0";
-    case UnaryOp::Tan: return "TanBackward0";
-    case UnaryOp::Asin: return "AsinBackward0";
-    case UnaryOp::Acos: return "AcosBackward0";
-    case UnaryOp::Atan: return "AtanBackward0";
-    case UnaryOp::Sinh: return "SinhBackward0";
-    case UnaryOp::Cosh: return "CoshBackward0";
-    case UnaryOp::Tanh: return "TanhBackward0";
-    case UnaryOp::Sigmoid: return "SigmoidBackward0";
-    case UnaryOp::Erf: return "ErfBackward0";
-    case UnaryOp::Erfinv: return "ErfinvBackward0";
-    case UnaryOp::GeluErf: return "GeluBackward0";
-    case UnaryOp::GeluTanh: return "GeluBackward0";
-    case UnaryOp::Silu: return "SiluBackward0";
-    case UnaryOp::Frac: return "FracBackward0";
-    case UnaryOp::Neg: return "NegBackward0";
-    case UnaryOp::Abs: return "AbsBackward0";
-    case UnaryOp::Sign: return "SignBackward0";
-    case UnaryOp::Relu: return "ReluBackward0";
-    case UnaryOp::Floor: return "FloorBackward0";
-    case UnaryOp::Ceil: return "CeilBackward0";
-    case UnaryOp::Round: return "RoundBackward0";
-    case UnaryOp::Trunc: return "TruncBackward0";
-    default: return "NotDifferentiable";
+#define EMBER_UNARY_ROW(Id, backward) \
+  case UnaryOp::Id: return backward;
+#define EMBER_UNARY(Id, name, kind, api, backward, ...) EMBER_UNARY_ROW(Id, backward)
+#define EMBER_UNARY_P1(Id, name, kind, api, backward, ...) EMBER_UNARY_ROW(Id, backward)
+#define EMBER_UNARY_P2(Id, name, kind, api, backward, ...) EMBER_UNARY_ROW(Id, backward)
+#include "ember/ops/pointwise_ops.h"
+#undef EMBER_UNARY_ROW
+    case UnaryOp::Count: break;
   }
+  return "NotDifferentiable";
 }
 
-// What a unary formula reads: the input x, the output y, or nothing.
+// What a unary formula reads: the input x, the output y, or nothing (the `saves` column).
 enum class Uses { None, Input, Output };
 
 Uses unary_uses(UnaryOp op) {
   switch (op) {
-    case UnaryOp::Exp: case UnaryOp::Exp2: case UnaryOp::Expm1: case UnaryOp::Sqrt: case UnaryOp::Rsqrt:
-    case UnaryOp::Reciprocal: case UnaryOp::Tan: case UnaryOp::Tanh: case UnaryOp::Sigmoid:
-    case UnaryOp::Erfinv: case UnaryOp::Relu:
-      return Uses::Output;
-    case UnaryOp::Frac: case UnaryOp::Neg: case UnaryOp::Sign: case UnaryOp::Floor: case UnaryOp::Ceil:
-    case UnaryOp::Round: case UnaryOp::Trunc:
-      return Uses::None;
-    default:
-      return Uses::Input;
+#define EMBER_UNARY_ROW(Id, saves) \
+  case UnaryOp::Id: return Uses::saves;
+#define EMBER_UNARY(Id, name, kind, api, backward, saves) EMBER_UNARY_ROW(Id, saves)
+#define EMBER_UNARY_P1(Id, name, kind, api, backward, saves, ...) EMBER_UNARY_ROW(Id, saves)
+#define EMBER_UNARY_P2(Id, name, kind, api, backward, saves, ...) EMBER_UNARY_ROW(Id, saves)
+#include "ember/ops/pointwise_ops.h"
+#undef EMBER_UNARY_ROW
+    case UnaryOp::Count: break;
   }
+  return Uses::None;
 }
 
 // ReLU's gradient, y <= 0 ? 0 : g. Under create_graph it is built from ember ops so that it
@@ -95,7 +70,8 @@ Tensor relu_grad(const Tensor& g, const Tensor& y) {
   return out;
 }
 
-Tensor unary_grad(UnaryOp op, const Tensor& g, const Tensor& x, const Tensor& y) {
+// One case per differentiable UnaryOp; p holds a parameterised op's parameters.
+Tensor unary_grad(UnaryOp op, const Tensor& g, const Tensor& x, const Tensor& y, const UnaryParams& p) {
   switch (op) {
     case UnaryOp::Exp: return g * y;
     case UnaryOp::Exp2: return g * y * kLn2;
@@ -135,6 +111,16 @@ Tensor unary_grad(UnaryOp op, const Tensor& g, const Tensor& x, const Tensor& y)
       const Tensor s = x.sigmoid();
       return g * (s * (x * (-s + 1) + 1));
     }
+    case UnaryOp::Softplus: {  // beta = p0, threshold = p1; sigmoid(beta x) below the threshold
+      const Tensor bx = x * p.p0;
+      return where(bx > p.p1, g, g * bx.sigmoid());
+    }
+    case UnaryOp::LeakyRelu: return where(x > 0, g, g * p.p0);  // negative_slope = p0
+    case UnaryOp::Logit: {  // eps = p0 (negative: none)
+      const Tensor d = g / (x * (-x + 1));
+      if (p.p0 < 0) return where((x < 0).logical_or(x > 1), Scalar(NAN), d);
+      return where((x < p.p0).logical_or(x > 1 - p.p0), Scalar(0), d);
+    }
     case UnaryOp::Frac: return g;
     case UnaryOp::Neg: return -g;
     case UnaryOp::Abs: return g * x.sign();
@@ -146,28 +132,37 @@ Tensor unary_grad(UnaryOp op, const Tensor& g, const Tensor& x, const Tensor& y)
   }
 }
 
-// Saved slots: 0 = input (or undefined), 1 = output (or undefined). i0 = UnaryOp.
+// Saved slots: 0 = input (or undefined), 1 = output (or undefined). i0 = UnaryOp,
+// d0, d1 = its parameters.
 variable_list unary_formula(FnNode& n, const variable_list& grads) {
   const auto op = static_cast<UnaryOp>(n.i0);
-  return {unary_grad(op, grads[0], n.saved(0), n.saved(1))};
+  return {unary_grad(op, grads[0], n.saved(0), n.saved(1), UnaryParams{n.d0, n.d1})};
 }
 
 const char* binary_name(BinaryOp op, bool scalar_other) {
   switch (op) {
-    case BinaryOp::Add: return "AddBackward0";
-    case BinaryOp::Sub: return "SubBackward0";
-    case BinaryOp::Mul: return scalar_other ? "MulBackward1" : "MulBackward0";
-    case BinaryOp::Div: case BinaryOp::DivTrunc: case BinaryOp::DivFloor:
-      return scalar_other ? "DivBackward1" : "DivBackward0";
-    case BinaryOp::Remainder: return "RemainderBackward0";
-    case BinaryOp::Fmod: return "FmodBackward0";
-    case BinaryOp::Pow: return scalar_other ? "PowBackward0" : "PowBackward1";
-    case BinaryOp::Maximum: return "MaximumBackward0";
-    case BinaryOp::Minimum: return "MinimumBackward0";
-    case BinaryOp::Atan2: return "Atan2Backward0";
-    default: return "NotDifferentiable";
+#define EMBER_BINARY(Id, name, kind, api, backward, backward_scalar, saves) \
+  case BinaryOp::Id: return scalar_other ? backward_scalar : backward;
+#include "ember/ops/pointwise_ops.h"
+    case BinaryOp::Count: break;
   }
+  return "NotDifferentiable";
 }
+
+// What a binary formula reads (the `saves` column).
+enum class BinarySaves { None, Operands, Cross, OperandsOutput };
+
+BinarySaves binary_saves(BinaryOp op) {
+  switch (op) {
+#define EMBER_BINARY(Id, name, kind, api, backward, backward_scalar, saves) \
+  case BinaryOp::Id: return BinarySaves::saves;
+#include "ember/ops/pointwise_ops.h"
+    case BinaryOp::Count: break;
+  }
+  return BinarySaves::None;
+}
+
+bool differentiable(BinaryOp op) { return !kernels::cpu::is_bool_result(op); }
 
 // Saved: 0 = a, 1 = b, 2 = output. i0 = BinaryOp, s0 = alpha.
 variable_list binary_formula(FnNode& n, const variable_list& grads) {
@@ -237,24 +232,36 @@ variable_list binary_formula(FnNode& n, const variable_list& grads) {
   return {da, db};
 }
 
-bool binary_needs_a(BinaryOp op) {
-  return op == BinaryOp::Mul || op == BinaryOp::Div || op == BinaryOp::Remainder || op == BinaryOp::Fmod ||
-         op == BinaryOp::Pow || op == BinaryOp::Maximum || op == BinaryOp::Minimum || op == BinaryOp::Atan2;
+// Which of a, b and the output a node saves, given which gradients it computes.
+struct SavePlan {
+  bool a, b, out;
+};
+SavePlan save_plan(BinaryOp op, bool ga, bool gb) {
+  switch (binary_saves(op)) {
+    case BinarySaves::None: return {false, false, false};
+    case BinarySaves::Cross: return {gb, ga, false};
+    case BinarySaves::Operands: return {ga || gb, ga || gb, false};
+    case BinarySaves::OperandsOutput: return {ga || gb, ga || gb, gb};
+  }
+  return {false, false, false};
 }
-bool binary_needs_b(BinaryOp op) { return binary_needs_a(op); }
 
 }  // namespace
 
-Tensor unary(uint8_t op_id, const Tensor& self, Forward forward) {
+Tensor unary(uint8_t op_id, const Tensor& self, double p0, double p1, Forward forward) {
   const auto op = static_cast<UnaryOp>(op_id);
   Tensor out;
   {
     AutoGradMode off(false);
     out = forward();
   }
-  if (op >= UnaryOp::IsNan || !is_floating_point(out.dtype())) return out;  // not differentiable
+  if (kernels::cpu::kind_of(op) == kernels::cpu::UnaryKind::Bool || !is_floating_point(out.dtype())) {
+    return out;  // not differentiable
+  }
   auto node = make_node(unary_name(op), unary_formula, {&self});
   node->i0 = op_id;
+  node->d0 = p0;
+  node->d1 = p1;
   const Uses uses = unary_uses(op);
   node->save(uses == Uses::Input ? self : Tensor());
   set_history(out, node);
@@ -262,11 +269,13 @@ Tensor unary(uint8_t op_id, const Tensor& self, Forward forward) {
   return out;
 }
 
-void unary_(uint8_t op_id, const char* name, const Tensor& self, ForwardInplace forward) {
+void unary_(uint8_t op_id, const char* name, const Tensor& self, double p0, double p1, ForwardInplace forward) {
   const auto op = static_cast<UnaryOp>(op_id);
   check_inplace(self, name);
   auto node = make_node(unary_name(op), unary_formula, {&self});
   node->i0 = op_id;
+  node->d0 = p0;
+  node->d1 = p1;
   const Uses uses = unary_uses(op);
   // The old value is cloned with grad mode on, so a double backward still sees how it
   // depended on earlier ops.
@@ -286,18 +295,16 @@ Tensor binary(uint8_t op_id, const Tensor& a, const Tensor& b, const Scalar& alp
     AutoGradMode off(false);
     out = forward();
   }
-  if (op >= BinaryOp::Eq || !is_floating_point(out.dtype())) return out;
+  if (!differentiable(op) || !is_floating_point(out.dtype())) return out;
   auto node = make_node(binary_name(op, b.dim() == 0 && !b.requires_grad()), binary_formula, {&a, &b});
   node->i0 = op_id;
   node->s0 = alpha;
   // Save only what the wanted gradients read.
-  const bool ga = node->should_compute_output(0), gb = node->should_compute_output(1);
-  const bool need_a = (op == BinaryOp::Mul) ? gb : binary_needs_a(op) && (ga || gb);
-  const bool need_b = (op == BinaryOp::Mul) ? ga : (op == BinaryOp::Div ? true : binary_needs_b(op) && (ga || gb));
-  node->save(need_a ? a : Tensor());
-  node->save(need_b ? b : Tensor());
+  const SavePlan plan = save_plan(op, node->should_compute_output(0), node->should_compute_output(1));
+  node->save(plan.a ? a : Tensor());
+  node->save(plan.b ? b : Tensor());
   set_history(out, node);
-  node->save(op == BinaryOp::Pow && gb ? out : Tensor(), true);
+  node->save(plan.out ? out : Tensor(), true);
   return out;
 }
 
@@ -305,7 +312,7 @@ void binary_(uint8_t op_id, const char* name, const Tensor& self, const Tensor& 
              ForwardInplace forward) {
   const auto op = static_cast<BinaryOp>(op_id);
   check_inplace(self, name);
-  if (op >= BinaryOp::Eq || !is_floating_point(self.dtype())) {
+  if (!differentiable(op) || !is_floating_point(self.dtype())) {
     AutoGradMode off(false);
     forward();
     return;
@@ -313,19 +320,17 @@ void binary_(uint8_t op_id, const char* name, const Tensor& self, const Tensor& 
   auto node = make_node(binary_name(op, other.dim() == 0 && !other.requires_grad()), binary_formula, {&self, &other});
   node->i0 = op_id;
   node->s0 = alpha;
-  const bool ga = node->should_compute_output(0), gb = node->should_compute_output(1);
-  const bool need_a = (op == BinaryOp::Mul) ? gb : binary_needs_a(op) && (ga || gb);
-  const bool need_b = (op == BinaryOp::Mul) ? ga : (op == BinaryOp::Div ? true : binary_needs_b(op) && (ga || gb));
+  const SavePlan plan = save_plan(op, node->should_compute_output(0), node->should_compute_output(1));
   // Old values are cloned with grad mode on, so a double backward still sees how they
   // depended on earlier ops.
-  node->save(need_a ? self.clone() : Tensor());
-  node->save(need_b ? (other.is_alias_of(self) ? other.clone() : other) : Tensor());
+  node->save(plan.a ? self.clone() : Tensor());
+  node->save(plan.b ? (other.is_alias_of(self) ? other.clone() : other) : Tensor());
   {
     AutoGradMode off(false);
     forward();
   }
   rebase_history(self, node);
-  node->save(op == BinaryOp::Pow && gb ? self : Tensor(), true);
+  node->save(plan.out ? self : Tensor(), true);
 }
 
 }  // namespace ember::autograd::fn

@@ -16,7 +16,7 @@ Tensor relu(const Tensor& input) { return input.relu(); }
 
 Tensor leaky_relu(const Tensor& input, double negative_slope) {
   EMBER_CHECK(input.defined(), "[leaky_relu] called with an undefined tensor");
-  return where(input > 0, input, input * negative_slope);
+  return ember::leaky_relu(input, negative_slope);
 }
 
 Tensor gelu(const Tensor& input, const std::string& approximate) { return input.gelu(approximate); }

@@ -27,16 +27,10 @@ namespace {
 
 // The dtype the kernel computes in, given the promoted dtype of the operands.
 DType compute_dtype(BinaryOp op, DType common) {
-  switch (op) {
-    case BinaryOp::Div:
-    case BinaryOp::Atan2:
-      return is_floating_point(common) ? common : get_default_dtype();
-    case BinaryOp::LogicalAnd:
-    case BinaryOp::LogicalOr:
-    case BinaryOp::LogicalXor:
-      return kBool;
-    default:
-      return common;
+  switch (kernels::cpu::kind_of(op)) {
+    case kernels::cpu::BinaryKind::Float: return is_floating_point(common) ? common : get_default_dtype();
+    case kernels::cpu::BinaryKind::Logical: return kBool;
+    default: return common;
   }
 }
 
@@ -198,9 +192,6 @@ Tensor pow(const Tensor& a, const Scalar& b) {
   return binary_ts("pow", BinaryOp::Pow, a, b);
 }
 Tensor pow(const Scalar& a, const Tensor& b) { return binary_st("pow", BinaryOp::Pow, a, b); }
-Tensor maximum(const Tensor& a, const Tensor& b) { return binary_tt("maximum", BinaryOp::Maximum, a, b); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return binary_tt("minimum", BinaryOp::Minimum, a, b); }
-Tensor atan2(const Tensor& a, const Tensor& b) { return binary_tt("atan2", BinaryOp::Atan2, a, b); }
 
 Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return ember::add(*this, o, alpha); }
 Tensor Tensor::add(const Scalar& o, const Scalar& alpha) const { return ember::add(*this, o, alpha); }
@@ -216,9 +207,6 @@ Tensor Tensor::fmod(const Tensor& o) const { return ember::fmod(*this, o); }
 Tensor Tensor::fmod(const Scalar& o) const { return ember::fmod(*this, o); }
 Tensor Tensor::pow(const Tensor& e) const { return ember::pow(*this, e); }
 Tensor Tensor::pow(const Scalar& e) const { return ember::pow(*this, e); }
-Tensor Tensor::maximum(const Tensor& o) const { return ember::maximum(*this, o); }
-Tensor Tensor::minimum(const Tensor& o) const { return ember::minimum(*this, o); }
-Tensor Tensor::atan2(const Tensor& o) const { return ember::atan2(*this, o); }
 
 Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) { return binary_inplace_t("add_", BinaryOp::Add, *this, o, alpha); }
 Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) { return binary_inplace_s("add_", BinaryOp::Add, *this, o, alpha); }
@@ -238,7 +226,19 @@ Tensor& Tensor::fmod_(const Tensor& o) { return binary_inplace_t("fmod_", Binary
 Tensor& Tensor::fmod_(const Scalar& o) { return binary_inplace_s("fmod_", BinaryOp::Fmod, *this, o); }
 Tensor& Tensor::pow_(const Tensor& e) { return binary_inplace_t("pow_", BinaryOp::Pow, *this, e); }
 Tensor& Tensor::pow_(const Scalar& e) { return binary_inplace_s("pow_", BinaryOp::Pow, *this, e); }
-Tensor& Tensor::atan2_(const Tensor& o) { return binary_inplace_t("atan2_", BinaryOp::Atan2, *this, o); }
+
+// ---- the table's (tensor, tensor) ops with generated definitions (Note [Element-wise op table]) ----
+#define EMBER_BINARY_API_Custom(Id, name)
+#define EMBER_BINARY_API_Free(Id, name) \
+  Tensor name(const Tensor& a, const Tensor& b) { return binary_tt(#name, BinaryOp::Id, a, b); }
+#define EMBER_BINARY_API_Method(Id, name) \
+  EMBER_BINARY_API_Free(Id, name)         \
+  Tensor Tensor::name(const Tensor& o) const { return ember::name(*this, o); }
+#define EMBER_BINARY_API_Full(Id, name) \
+  EMBER_BINARY_API_Method(Id, name)     \
+  Tensor& Tensor::name##_(const Tensor& o) { return binary_inplace_t(#name "_", BinaryOp::Id, *this, o); }
+#define EMBER_BINARY(Id, name, kind, api, ...) EMBER_BINARY_API_##api(Id, name)
+#include "ember/ops/pointwise_ops.h"
 
 // ---- comparison and logic ----
 #define EMBER_COMPARE(fn, OP)                                                                  \
@@ -254,12 +254,6 @@ EMBER_COMPARE(gt, Gt)
 EMBER_COMPARE(ge, Ge)
 #undef EMBER_COMPARE
 
-Tensor logical_and(const Tensor& a, const Tensor& b) { return binary_tt("logical_and", BinaryOp::LogicalAnd, a, b); }
-Tensor logical_or(const Tensor& a, const Tensor& b) { return binary_tt("logical_or", BinaryOp::LogicalOr, a, b); }
-Tensor logical_xor(const Tensor& a, const Tensor& b) { return binary_tt("logical_xor", BinaryOp::LogicalXor, a, b); }
-Tensor Tensor::logical_and(const Tensor& o) const { return ember::logical_and(*this, o); }
-Tensor Tensor::logical_or(const Tensor& o) const { return ember::logical_or(*this, o); }
-Tensor Tensor::logical_xor(const Tensor& o) const { return ember::logical_xor(*this, o); }
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   OpScope scope("where");

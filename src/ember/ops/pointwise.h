@@ -14,49 +14,41 @@ namespace ember {
 // in-place op (PyTorch's can_cast: no float -> integer, no non-bool -> bool).
 bool can_cast(DType from, DType to);
 
-Tensor neg(const Tensor& t);
-Tensor abs(const Tensor& t);
-Tensor sign(const Tensor& t);
-Tensor exp(const Tensor& t);
-Tensor exp2(const Tensor& t);
-Tensor expm1(const Tensor& t);
-Tensor log(const Tensor& t);
-Tensor log2(const Tensor& t);
-Tensor log10(const Tensor& t);
-Tensor log1p(const Tensor& t);
-Tensor sqrt(const Tensor& t);
-Tensor rsqrt(const Tensor& t);
-Tensor reciprocal(const Tensor& t);
-Tensor sin(const Tensor& t);
-Tensor cos(const Tensor& t);
-Tensor tan(const Tensor& t);
-Tensor asin(const Tensor& t);
-Tensor acos(const Tensor& t);
-Tensor atan(const Tensor& t);
-Tensor sinh(const Tensor& t);
-Tensor cosh(const Tensor& t);
-Tensor tanh(const Tensor& t);
-Tensor sigmoid(const Tensor& t);
-Tensor relu(const Tensor& t);
+// The table's ops (ops/pointwise_ops.h; see it for what each does): exp, log, sin, ...,
+// relu, silu, softplus(beta = 1, threshold = 20), leaky_relu(negative_slope = 0.01),
+// logit(eps = none), isnan, logical_not; atan2, maximum, minimum, logical_and/or/xor.
+#define EMBER_UNARY_DECL_Custom(name, params)
+#define EMBER_UNARY_DECL_Free(name, params) Tensor name(const Tensor& t EMBER_POINTWISE_UNPAREN params);
+#define EMBER_UNARY_DECL_Method EMBER_UNARY_DECL_Free
+#define EMBER_UNARY_DECL_Full EMBER_UNARY_DECL_Free
+#define EMBER_POINTWISE_UNPAREN(...) __VA_ARGS__
+#define EMBER_UNARY(Id, name, kind, api, ...) EMBER_UNARY_DECL_##api(name, ())
+#define EMBER_UNARY_P1(Id, name, kind, api, backward, saves, T0, p0, d0) \
+  EMBER_UNARY_DECL_##api(name, (, T0 p0 = d0))
+#define EMBER_UNARY_P2(Id, name, kind, api, backward, saves, T0, p0, d0, T1, p1, d1) \
+  EMBER_UNARY_DECL_##api(name, (, T0 p0 = d0, T1 p1 = d1))
+#define EMBER_BINARY_DECL_Custom(name)
+#define EMBER_BINARY_DECL_Free(name) Tensor name(const Tensor& a, const Tensor& b);
+#define EMBER_BINARY_DECL_Method EMBER_BINARY_DECL_Free
+#define EMBER_BINARY_DECL_Full EMBER_BINARY_DECL_Free
+#define EMBER_BINARY(Id, name, kind, api, ...) EMBER_BINARY_DECL_##api(name)
+#include "ember/ops/pointwise_ops.h"
+#undef EMBER_UNARY_DECL_Custom
+#undef EMBER_UNARY_DECL_Free
+#undef EMBER_UNARY_DECL_Method
+#undef EMBER_UNARY_DECL_Full
+#undef EMBER_POINTWISE_UNPAREN
+#undef EMBER_BINARY_DECL_Custom
+#undef EMBER_BINARY_DECL_Free
+#undef EMBER_BINARY_DECL_Method
+#undef EMBER_BINARY_DECL_Full
+
 Tensor gelu(const Tensor& t, std::string_view approximate = "none");
-Tensor silu(const Tensor& t);
-Tensor softplus(const Tensor& t, const Scalar& beta = 1, const Scalar& threshold = 20);
-Tensor erf(const Tensor& t);
-Tensor erfinv(const Tensor& t);
-Tensor floor(const Tensor& t);
-Tensor ceil(const Tensor& t);
-Tensor round(const Tensor& t);
-Tensor trunc(const Tensor& t);
-Tensor frac(const Tensor& t);
 Tensor clamp(const Tensor& t, std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
 Tensor clamp(const Tensor& t, const Tensor& min, const Tensor& max);
 Tensor nan_to_num(const Tensor& t, std::optional<double> nan = 0.0,
                   std::optional<double> posinf = std::nullopt,
                   std::optional<double> neginf = std::nullopt);
-Tensor logical_not(const Tensor& t);
-Tensor isnan(const Tensor& t);
-Tensor isinf(const Tensor& t);
-Tensor isfinite(const Tensor& t);
 
 Tensor add(const Tensor& a, const Tensor& b, const Scalar& alpha = 1);
 Tensor add(const Tensor& a, const Scalar& b, const Scalar& alpha = 1);
@@ -73,9 +65,6 @@ Tensor fmod(const Tensor& a, const Scalar& b);
 Tensor pow(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, const Scalar& b);
 Tensor pow(const Scalar& a, const Tensor& b);
-Tensor maximum(const Tensor& a, const Tensor& b);
-Tensor minimum(const Tensor& a, const Tensor& b);
-Tensor atan2(const Tensor& a, const Tensor& b);
 Tensor lerp(const Tensor& start, const Tensor& end, const Scalar& weight);
 Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight);
 
@@ -91,9 +80,6 @@ Tensor gt(const Tensor& a, const Tensor& b);
 Tensor gt(const Tensor& a, const Scalar& b);
 Tensor ge(const Tensor& a, const Tensor& b);
 Tensor ge(const Tensor& a, const Scalar& b);
-Tensor logical_and(const Tensor& a, const Tensor& b);
-Tensor logical_or(const Tensor& a, const Tensor& b);
-Tensor logical_xor(const Tensor& a, const Tensor& b);
 // a where condition, else b; a and b promote to a common dtype and all three broadcast.
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 Tensor where(const Tensor& condition, const Tensor& a, const Scalar& b);

@@ -20,15 +20,14 @@ using kernels::cpu::UnaryOp;
 
 namespace {
 
-enum class Kind { Float, Same, Bool };
-
-Kind kind_of(UnaryOp op) {
-  if (op >= UnaryOp::IsNan) return Kind::Bool;
-  if (op >= UnaryOp::Neg) return Kind::Same;
-  return Kind::Float;
-}
+using kernels::cpu::UnaryKind;
+using kernels::cpu::UnaryParams;
 
 void check_input(const char* name, UnaryOp op, const Tensor& t) {
+  if (op == UnaryOp::Softplus) {
+    EMBER_CHECK(t.defined() && t.is_floating_point(), "[softplus] expected a floating-point tensor, got ",
+                t.defined() ? std::string(dtype_name(t.dtype())) : std::string("an undefined tensor"));
+  }
   EMBER_CHECK(t.defined(), "[", name, "] called on an undefined tensor");
   const DType dt = t.dtype();
   if (dt == kBool) {
@@ -42,7 +41,7 @@ void check_input(const char* name, UnaryOp op, const Tensor& t) {
                      op == UnaryOp::Trunc)) {
     EMBER_ERROR("[", name, "] is not implemented for dtype bool; convert with to() first");
   }
-  if (op == UnaryOp::Frac || op == UnaryOp::Silu) {
+  if (kind_of(op) == UnaryKind::FloatOnly) {
     EMBER_CHECK(is_floating_point(dt), "[", name,
                 "] is only defined for floating-point tensors, got dtype ", dt);
   }
@@ -50,33 +49,34 @@ void check_input(const char* name, UnaryOp op, const Tensor& t) {
 
 DType out_dtype(UnaryOp op, DType in) {
   switch (kind_of(op)) {
-    case Kind::Float: return is_floating_point(in) ? in : get_default_dtype();
-    case Kind::Same: return in;
-    case Kind::Bool: return kBool;
+    case UnaryKind::Float: return is_floating_point(in) ? in : get_default_dtype();
+    case UnaryKind::FloatOnly: return in;
+    case UnaryKind::Same: return in;
+    case UnaryKind::Bool: return kBool;
   }
   return in;
 }
 
-Tensor unary_raw(UnaryOp op, const Tensor& t);
+Tensor unary_raw(UnaryOp op, const Tensor& t, const UnaryParams& p);
 
-Tensor unary(const char* name, UnaryOp op, const Tensor& t) {
+Tensor unary(const char* name, UnaryOp op, const Tensor& t, const UnaryParams& p = {}) {
   OpScope scope(name);
   check_input(name, op, t);
   if (autograd::needs_grad(t)) {
-    return autograd::fn::unary(static_cast<uint8_t>(op), t, [&] { return unary_raw(op, t); });
+    return autograd::fn::unary(static_cast<uint8_t>(op), t, p.p0, p.p1, [&] { return unary_raw(op, t, p); });
   }
-  return unary_raw(op, t);
+  return unary_raw(op, t, p);
 }
 
-Tensor unary_raw(UnaryOp op, const Tensor& t) {
+Tensor unary_raw(UnaryOp op, const Tensor& t, const UnaryParams& p) {
   const DType odt = out_dtype(op, t.dtype());
   Tensor out = empty(t.sizes(), TensorOptions(odt));
-  const Tensor in = (kind_of(op) == Kind::Float && t.dtype() != odt) ? t.to(odt) : t;
-  kernels::cpu::unary(op, out, in);
+  const Tensor in = (kind_of(op) == UnaryKind::Float && t.dtype() != odt) ? t.to(odt) : t;
+  kernels::cpu::unary(op, out, in, p);
   return out;
 }
 
-Tensor& unary_(const char* name, UnaryOp op, Tensor& t) {
+Tensor& unary_(const char* name, UnaryOp op, Tensor& t, const UnaryParams& p = {}) {
   OpScope scope(name);
   check_input(name, op, t);
   const DType odt = out_dtype(op, t.dtype());
@@ -85,17 +85,23 @@ Tensor& unary_(const char* name, UnaryOp op, Tensor& t) {
               "; use the out-of-place op or convert the tensor to a floating dtype first");
   check_no_internal_overlap(t, name);
   if (autograd::needs_grad(t)) {
-    autograd::fn::unary_(static_cast<uint8_t>(op), name, t, [&] {
-      kernels::cpu::unary(op, t, t);
+    autograd::fn::unary_(static_cast<uint8_t>(op), name, t, p.p0, p.p1, [&] {
+      kernels::cpu::unary(op, t, t, p);
       t.bump_version();
     });
     return t;
   }
   autograd::check_inplace_cheap(t, name);
-  kernels::cpu::unary(op, t, t);
+  kernels::cpu::unary(op, t, t, p);
   t.bump_version();
   return t;
 }
+
+// A parameter of a P1/P2 row as the double the kernel reads. An absent optional is -1,
+// PyTorch's convention for logit's eps ("no clamp").
+double unary_param(const Scalar& s) { return s.to_double(); }
+[[maybe_unused]] double unary_param(double v) { return v; }
+double unary_param(std::optional<double> v) { return v.value_or(-1.0); }
 
 // The bounds of clamp decide its dtype like a binary op's second operand does.
 DType clamp_dtype(const Tensor& t, const std::optional<Scalar>& lo, const std::optional<Scalar>& hi) {
@@ -108,56 +114,26 @@ DType clamp_dtype(const Tensor& t, const std::optional<Scalar>& lo, const std::o
 
 }  // namespace
 
-#define EMBER_UNARY(fn, OP)                                                         \
-  Tensor fn(const Tensor& t) { return unary(#fn, UnaryOp::OP, t); }                 \
-  Tensor Tensor::fn() const { return unary(#fn, UnaryOp::OP, *this); }              \
-  Tensor& Tensor::fn##_() { return unary_(#fn "_", UnaryOp::OP, *this); }
+// The public functions of the table's rows (Note [Element-wise op table]); each api
+// column value names the definitions it gets.
+#define EMBER_UNARY_API_Custom(Id, name, params, args, pvals)
+#define EMBER_UNARY_API_Free(Id, name, params, args, pvals) \
+  Tensor name(const Tensor& t EMBER_UNPAREN params) { return unary(#name, UnaryOp::Id, t, pvals); }
+#define EMBER_UNARY_API_Method(Id, name, params, args, pvals) \
+  EMBER_UNARY_API_Free(Id, name, params, args, pvals)         \
+  Tensor Tensor::name(EMBER_DROP_COMMA params) const { return ember::name(*this EMBER_UNPAREN args); }
+#define EMBER_UNARY_API_Full(Id, name, params, args, pvals) \
+  EMBER_UNARY_API_Method(Id, name, params, args, pvals)     \
+  Tensor& Tensor::name##_(EMBER_DROP_COMMA params) { return unary_(#name "_", UnaryOp::Id, *this, pvals); }
+#define EMBER_UNPAREN(...) __VA_ARGS__
+#define EMBER_DROP_COMMA(first, ...) __VA_ARGS__
 
-EMBER_UNARY(neg, Neg)
-EMBER_UNARY(abs, Abs)
-EMBER_UNARY(sign, Sign)
-EMBER_UNARY(exp, Exp)
-EMBER_UNARY(exp2, Exp2)
-EMBER_UNARY(expm1, Expm1)
-EMBER_UNARY(log, Log)
-EMBER_UNARY(log2, Log2)
-EMBER_UNARY(log10, Log10)
-EMBER_UNARY(log1p, Log1p)
-EMBER_UNARY(sqrt, Sqrt)
-EMBER_UNARY(rsqrt, Rsqrt)
-EMBER_UNARY(reciprocal, Reciprocal)
-EMBER_UNARY(sin, Sin)
-EMBER_UNARY(cos, Cos)
-EMBER_UNARY(tan, Tan)
-EMBER_UNARY(asin, Asin)
-EMBER_UNARY(acos, Acos)
-EMBER_UNARY(atan, Atan)
-EMBER_UNARY(sinh, Sinh)
-EMBER_UNARY(cosh, Cosh)
-EMBER_UNARY(tanh, Tanh)
-EMBER_UNARY(sigmoid, Sigmoid)
-EMBER_UNARY(relu, Relu)
-EMBER_UNARY(erf, Erf)
-EMBER_UNARY(erfinv, Erfinv)
-EMBER_UNARY(floor, Floor)
-EMBER_UNARY(ceil, Ceil)
-EMBER_UNARY(round, Round)
-EMBER_UNARY(trunc, Trunc)
-EMBER_UNARY(frac, Frac)
-#undef EMBER_UNARY
-
-Tensor silu(const Tensor& t) { return unary("silu", UnaryOp::Silu, t); }
-Tensor Tensor::silu() const { return unary("silu", UnaryOp::Silu, *this); }
-
-#define EMBER_BOOL_UNARY(fn, OP)                                                    \
-  Tensor fn(const Tensor& t) { return unary(#fn, UnaryOp::OP, t); }                 \
-  Tensor Tensor::fn() const { return unary(#fn, UnaryOp::OP, *this); }
-
-EMBER_BOOL_UNARY(isnan, IsNan)
-EMBER_BOOL_UNARY(isinf, IsInf)
-EMBER_BOOL_UNARY(isfinite, IsFinite)
-EMBER_BOOL_UNARY(logical_not, LogicalNot)
-#undef EMBER_BOOL_UNARY
+#define EMBER_UNARY(Id, name, kind, api, ...) EMBER_UNARY_API_##api(Id, name, (), (), UnaryParams{})
+#define EMBER_UNARY_P1(Id, name, kind, api, backward, saves, T0, p0, d0) \
+  EMBER_UNARY_API_##api(Id, name, (, T0 p0), (, p0), (UnaryParams{unary_param(p0), 0}))
+#define EMBER_UNARY_P2(Id, name, kind, api, backward, saves, T0, p0, d0, T1, p1, d1) \
+  EMBER_UNARY_API_##api(Id, name, (, T0 p0, T1 p1), (, p0, p1), (UnaryParams{unary_param(p0), unary_param(p1)}))
+#include "ember/ops/pointwise_ops.h"
 
 Tensor gelu(const Tensor& t, std::string_view approximate) {
   EMBER_CHECK(approximate == "none" || approximate == "tanh",
@@ -167,26 +143,6 @@ Tensor gelu(const Tensor& t, std::string_view approximate) {
   return unary("gelu", approximate == "tanh" ? UnaryOp::GeluTanh : UnaryOp::GeluErf, t);
 }
 Tensor Tensor::gelu(std::string_view approximate) const { return ember::gelu(*this, approximate); }
-
-Tensor softplus(const Tensor& t, const Scalar& beta, const Scalar& threshold) {
-  OpScope scope("softplus");
-  EMBER_CHECK(t.defined() && t.is_floating_point(), "[softplus] expected a floating-point tensor, got ",
-              t.defined() ? std::string(dtype_name(t.dtype())) : std::string("an undefined tensor"));
-  if (autograd::needs_grad(t)) {
-    // Differentiable form: log(1 + exp(beta x)) / beta, linear above the threshold. The
-    // gradient is sigmoid(beta x) below it and 1 above, as PyTorch's.
-    const double b = beta.to_double(), th = threshold.to_double();
-    Tensor bx = t * b;
-    Tensor safe = where(bx > th, zeros_like(bx), bx);  // keeps exp() finite where unused
-    return where(bx > th, t, safe.exp().log1p() / b);
-  }
-  Tensor out = empty(t.sizes(), TensorOptions(t.dtype()));
-  kernels::cpu::softplus(out, t, beta.to_double(), threshold.to_double());
-  return out;
-}
-Tensor Tensor::softplus(const Scalar& beta, const Scalar& threshold) const {
-  return ember::softplus(*this, beta, threshold);
-}
 
 Tensor clamp(const Tensor& t, std::optional<Scalar> min, std::optional<Scalar> max) {
   OpScope scope("clamp");

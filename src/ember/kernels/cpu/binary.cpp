@@ -3,9 +3,12 @@
 // for bit, and integer division by zero is an error instead of a crash.
 
 #include <cmath>
+#include <limits>
+#include <utility>
 
 #include "ember/kernels/cpu/loops.h"
 #include "ember/kernels/cpu/pointwise.h"
+#include "ember/kernels/cpu/vec.h"
 
 namespace ember::kernels::cpu::EMBER_CPU_NS {  // compiled per ISA level (kernels/cpu/isa.h)
 
@@ -109,6 +112,207 @@ void compare(const ElementwiseIter& it, DType dt, F f) {
   });
 }
 
+#if EMBER_HAVE_VEC
+constexpr int64_t kBlock = 256;
+
+// Float math with a vector form vf on float lanes (float32, and 16-bit floats widened to
+// float): blocks of floats go through vf, the tail padded through the same code, so a
+// value's result does not depend on its position or layout. float64 uses the scalar sf.
+template <typename SF, typename VF>
+void float_math2(const ElementwiseIter& it, DType dt, const char* op, SF sf, VF vf) {
+  if (dt == kFloat64) {
+    map2<double, double>(it, sf, 8192);
+    return;
+  }
+  auto apply_block = [&](const float* a, const float* b, float* dst, int64_t n) {
+    int64_t i = 0;
+    for (; i + vec::kLanes <= n; i += vec::kLanes) vec::store(dst + i, vf(vec::load(a + i), vec::load(b + i)));
+    if (i < n) {
+      alignas(64) float pa[vec::kLanes] = {}, pb[vec::kLanes] = {};
+      std::memcpy(pa, a + i, static_cast<size_t>(n - i) * sizeof(float));
+      std::memcpy(pb, b + i, static_cast<size_t>(n - i) * sizeof(float));
+      vec::store(pa, vf(vec::load(pa), vec::load(pb)));
+      std::memcpy(dst + i, pa, static_cast<size_t>(n - i) * sizeof(float));
+    }
+  };
+  dispatch_floating(dt, op, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    it.for_each(
+        [&](char** d, const int64_t* s, int64_t n) {
+          if constexpr (std::is_same_v<T, float>) {
+            if (s[0] == sizeof(float) && s[1] == sizeof(float) && s[2] == sizeof(float)) {
+              apply_block(reinterpret_cast<const float*>(d[1]), reinterpret_cast<const float*>(d[2]),
+                          reinterpret_cast<float*>(d[0]), n);
+              return;
+            }
+          }
+          alignas(64) float ba[kBlock], bb[kBlock];
+          for (int64_t k = 0; k < n; k += kBlock) {
+            const int64_t m = std::min(kBlock, n - k);
+            for (int64_t i = 0; i < m; ++i) ba[i] = static_cast<float>(at<T>(d[1], s[1], k + i));
+            for (int64_t i = 0; i < m; ++i) bb[i] = static_cast<float>(at<T>(d[2], s[2], k + i));
+            apply_block(ba, bb, ba, m);
+            for (int64_t i = 0; i < m; ++i) at<T>(d[0], s[0], k + i) = static_cast<T>(ba[i]);
+          }
+        },
+        8192);
+  });
+}
+#endif
+
+// ---- the kernels, one struct per BinaryOp (named after it) ----
+// scalar(a, b): a and b in the compute type (acc_t of the dtype; the floating types only
+// for Float ops). Optional: vec(a, b) on float lanes (float math, at the avx2/avx512
+// levels), or run(it, dtype, alpha) for an op that needs its own loop.
+#if EMBER_HAVE_VEC
+using vec::VecF;
+#define EMBER_VEC2(expr) \
+  static VecF vec([[maybe_unused]] VecF a, [[maybe_unused]] VecF b) { return expr; }
+#else
+#define EMBER_VEC2(expr)
+#endif
+
+struct AddSub {
+  static void run(bool sub, const ElementwiseIter& it, DType dt, const Scalar& alpha) {
+    const bool unit_alpha = alpha.to_double() == 1.0;
+    dispatch_all(dt, sub ? "sub" : "add", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      using C = acc_t<T>;
+      if (unit_alpha && !sub) {
+        map2<T, T>(it, [](C x, C y) { return static_cast<C>(x + y); });
+      } else if (unit_alpha) {
+        map2<T, T>(it, [](C x, C y) { return static_cast<C>(x - y); });
+      } else {
+        const C al = alpha.to<C>();
+        // 16-bit floats round alpha * y to T before adding, as PyTorch's kernel does.
+        auto scaled = [al](C y) { return static_cast<C>(static_cast<T>(al * y)); };
+        if (sub) map2<T, T>(it, [scaled](C x, C y) { return static_cast<C>(x - scaled(y)); });
+        else map2<T, T>(it, [scaled](C x, C y) { return static_cast<C>(x + scaled(y)); });
+      }
+    });
+  }
+};
+struct Add {
+  static void run(const ElementwiseIter& it, DType dt, const Scalar& alpha) { AddSub::run(false, it, dt, alpha); }
+};
+struct Sub {
+  static void run(const ElementwiseIter& it, DType dt, const Scalar& alpha) { AddSub::run(true, it, dt, alpha); }
+};
+struct Mul {
+  static auto scalar(auto x, auto y) { return static_cast<decltype(x)>(x * y); }
+};
+struct Div {
+  static auto scalar(auto x, auto y) { return x / y; }
+};
+struct DivTrunc {
+  static auto scalar(auto x, auto y) {
+    using C = decltype(x);
+    if constexpr (is_fp<C>) {
+      return std::trunc(x / y);
+    } else {
+      if (y == 0) zero_division("div");
+      if constexpr (std::is_signed_v<C>) {
+        if (y == C(-1)) return static_cast<C>(C(0) - x);
+      }
+      return static_cast<C>(x / y);
+    }
+  }
+  static void run(const ElementwiseIter& it, DType dt, const Scalar&) {
+    if (dt == kFloat16 || dt == kBFloat16) {
+      // PyTorch rounds the quotient to the 16-bit type before truncating it.
+      return dispatch_floating(dt, "div", [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        map2<T, T>(it, [](float x, float y) { return std::trunc(static_cast<float>(static_cast<T>(x / y))); });
+      });
+    }
+    numeric(it, dt, "div", [](auto x, auto y) { return scalar(x, y); });
+  }
+};
+struct DivFloor {
+  static auto scalar(auto x, auto y) { return div_floor(x, y); }
+};
+struct Remainder {
+  static auto scalar(auto x, auto y) { return remainder(x, y); }
+};
+struct Fmod {
+  static auto scalar(auto x, auto y) {
+    using C = decltype(x);
+    if constexpr (is_fp<C>) {
+      return std::fmod(x, y);
+    } else {
+      if (y == 0) zero_division("fmod");
+      if constexpr (std::is_signed_v<C>) {
+        if (y == C(-1)) return C(0);
+      }
+      return static_cast<C>(x % y);
+    }
+  }
+  EMBER_VEC2(vec::fmod(a, b))
+};
+struct Pow {
+  static auto scalar(auto x, auto y) {
+    using C = decltype(x);
+    if constexpr (is_fp<C>) return std::pow(x, y);
+    else if constexpr (std::is_same_v<C, bool>) return static_cast<bool>(x || !y);
+    else return int_pow(x, y);
+  }
+  EMBER_VEC2(vec::pow(a, b))
+};
+struct Maximum {
+  static auto scalar(auto x, auto y) {
+    using C = decltype(x);
+    if constexpr (is_fp<C>) {
+      if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<C>::quiet_NaN();
+    }
+    return x > y ? x : y;
+  }
+};
+struct Minimum {
+  static auto scalar(auto x, auto y) {
+    using C = decltype(x);
+    if constexpr (is_fp<C>) {
+      if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<C>::quiet_NaN();
+    }
+    return x < y ? x : y;
+  }
+};
+struct Atan2 {
+  static auto scalar(auto x, auto y) { return std::atan2(x, y); }
+  EMBER_VEC2(vec::atan2(a, b))
+};
+struct Eq { static bool scalar(auto x, auto y) { return x == y; } };
+struct Ne { static bool scalar(auto x, auto y) { return x != y; } };
+struct Lt { static bool scalar(auto x, auto y) { return x < y; } };
+struct Le { static bool scalar(auto x, auto y) { return x <= y; } };
+struct Gt { static bool scalar(auto x, auto y) { return x > y; } };
+struct Ge { static bool scalar(auto x, auto y) { return x >= y; } };
+struct LogicalAnd { static bool scalar(auto x, auto y) { return bool(x) && bool(y); } };
+struct LogicalOr { static bool scalar(auto x, auto y) { return bool(x) || bool(y); } };
+struct LogicalXor { static bool scalar(auto x, auto y) { return bool(x) != bool(y); } };
+#undef EMBER_VEC2
+
+// Runs kernel K with the loop its kind calls for.
+template <BinaryKind kind, typename K>
+void run(const ElementwiseIter& it, DType dt, const char* name, const Scalar& alpha) {
+  if constexpr (requires { K::run(it, dt, alpha); }) {
+    K::run(it, dt, alpha);
+    return;
+  } else {
+    auto sf = [](auto x, auto y) { return K::scalar(x, y); };
+#if EMBER_HAVE_VEC
+    if constexpr (requires { K::vec(std::declval<VecF>(), std::declval<VecF>()); }) {
+      if (is_floating_point(dt)) {
+        float_math2(it, dt, name, sf, [](VecF a, VecF b) { return K::vec(a, b); });
+        return;
+      }
+    }
+#endif
+    if constexpr (kind == BinaryKind::Float) floating(it, dt, name, sf);
+    else if constexpr (kind == BinaryKind::Same) numeric(it, dt, name, sf);
+    else compare(it, dt, sf);
+  }
+}
+
 }  // namespace
 
 void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
@@ -119,102 +323,10 @@ void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, co
   it.add(b);
   it.build();
   const DType dt = a.dtype();
-  const bool unit_alpha = alpha.to_double() == 1.0;
   switch (op) {
-    case BinaryOp::Add:
-    case BinaryOp::Sub: {
-      const bool sub = op == BinaryOp::Sub;
-      return dispatch_all(dt, sub ? "sub" : "add", [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        using C = acc_t<T>;
-        if (unit_alpha && !sub) {
-          map2<T, T>(it, [](C x, C y) { return static_cast<C>(x + y); });
-        } else if (unit_alpha) {
-          map2<T, T>(it, [](C x, C y) { return static_cast<C>(x - y); });
-        } else {
-          const C al = alpha.to<C>();
-          // 16-bit floats round alpha * y to T before adding, as PyTorch's kernel does.
-          auto scaled = [al](C y) { return static_cast<C>(static_cast<T>(al * y)); };
-          if (sub) map2<T, T>(it, [scaled](C x, C y) { return static_cast<C>(x - scaled(y)); });
-          else map2<T, T>(it, [scaled](C x, C y) { return static_cast<C>(x + scaled(y)); });
-        }
-      });
-    }
-    case BinaryOp::Mul:
-      return numeric(it, dt, "mul", [](auto x, auto y) { return static_cast<decltype(x)>(x * y); });
-    case BinaryOp::Div:
-      return floating(it, dt, "div", [](auto x, auto y) { return x / y; });
-    case BinaryOp::DivTrunc:
-      if (dt == kFloat16 || dt == kBFloat16) {
-        // PyTorch rounds the quotient to the 16-bit type before truncating it.
-        return dispatch_floating(dt, "div", [&](auto tag) {
-          using T = typename decltype(tag)::type;
-          map2<T, T>(it, [](float x, float y) { return std::trunc(static_cast<float>(static_cast<T>(x / y))); });
-        });
-      }
-      return numeric(it, dt, "div", [](auto x, auto y) {
-        using C = decltype(x);
-        if constexpr (is_fp<C>) {
-          return std::trunc(x / y);
-        } else {
-          if (y == 0) zero_division("div");
-          if constexpr (std::is_signed_v<C>) {
-            if (y == C(-1)) return static_cast<C>(C(0) - x);
-          }
-          return static_cast<C>(x / y);
-        }
-      });
-    case BinaryOp::DivFloor:
-      return numeric(it, dt, "div", [](auto x, auto y) { return div_floor(x, y); });
-    case BinaryOp::Remainder:
-      return numeric(it, dt, "remainder", [](auto x, auto y) { return remainder(x, y); });
-    case BinaryOp::Fmod:
-      return numeric(it, dt, "fmod", [](auto x, auto y) {
-        using C = decltype(x);
-        if constexpr (is_fp<C>) {
-          return std::fmod(x, y);
-        } else {
-          if (y == 0) zero_division("fmod");
-          if constexpr (std::is_signed_v<C>) {
-            if (y == C(-1)) return C(0);
-          }
-          return static_cast<C>(x % y);
-        }
-      });
-    case BinaryOp::Pow:
-      return numeric(it, dt, "pow", [](auto x, auto y) {
-        using C = decltype(x);
-        if constexpr (is_fp<C>) return std::pow(x, y);
-        else if constexpr (std::is_same_v<C, bool>) return static_cast<bool>(x || !y);
-        else return int_pow(x, y);
-      });
-    case BinaryOp::Maximum:
-      return numeric(it, dt, "maximum", [](auto x, auto y) {
-        using C = decltype(x);
-        if constexpr (is_fp<C>) {
-          if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<C>::quiet_NaN();
-        }
-        return x > y ? x : y;
-      });
-    case BinaryOp::Minimum:
-      return numeric(it, dt, "minimum", [](auto x, auto y) {
-        using C = decltype(x);
-        if constexpr (is_fp<C>) {
-          if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<C>::quiet_NaN();
-        }
-        return x < y ? x : y;
-      });
-    case BinaryOp::Atan2:
-      return floating(it, dt, "atan2", [](auto x, auto y) { return std::atan2(x, y); });
-    case BinaryOp::Eq: return compare(it, dt, [](auto x, auto y) { return x == y; });
-    case BinaryOp::Ne: return compare(it, dt, [](auto x, auto y) { return x != y; });
-    case BinaryOp::Lt: return compare(it, dt, [](auto x, auto y) { return x < y; });
-    case BinaryOp::Le: return compare(it, dt, [](auto x, auto y) { return x <= y; });
-    case BinaryOp::Gt: return compare(it, dt, [](auto x, auto y) { return x > y; });
-    case BinaryOp::Ge: return compare(it, dt, [](auto x, auto y) { return x >= y; });
-    case BinaryOp::LogicalAnd: return compare(it, dt, [](auto x, auto y) { return bool(x) && bool(y); });
-    case BinaryOp::LogicalOr: return compare(it, dt, [](auto x, auto y) { return bool(x) || bool(y); });
-    case BinaryOp::LogicalXor: return compare(it, dt, [](auto x, auto y) { return bool(x) != bool(y); });
+#define EMBER_BINARY(Id, name, kind, ...) \
+  case BinaryOp::Id: return run<BinaryKind::kind, Id>(it, dt, #name, alpha);
+#include "ember/ops/pointwise_ops.h"
     case BinaryOp::Count: break;
   }
   EMBER_ERROR("[binary] unknown op");

@@ -35,11 +35,9 @@ namespace ember::kernels::cpu {
   }
 
 // pointwise.h (unary.cpp, binary.cpp)
-EMBER_ISA_DISPATCH(unary, (UnaryOp op, const Tensor& out, const Tensor& in), (op, out, in))
+EMBER_ISA_DISPATCH(unary, (UnaryOp op, const Tensor& out, const Tensor& in, const UnaryParams& p), (op, out, in, p))
 EMBER_ISA_DISPATCH(binary, (BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha),
                    (op, out, a, b, alpha))
-EMBER_ISA_DISPATCH(softplus, (const Tensor& out, const Tensor& in, double beta, double threshold),
-                   (out, in, beta, threshold))
 EMBER_ISA_DISPATCH(clamp, (const Tensor& out, const Tensor& in, const Scalar* lo, const Scalar* hi),
                    (out, in, lo, hi))
 EMBER_ISA_DISPATCH(clamp_tensor, (const Tensor& out, const Tensor& in, const Tensor& lo, const Tensor& hi),

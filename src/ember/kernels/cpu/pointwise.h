@@ -9,35 +9,67 @@
 
 namespace ember::kernels::cpu {
 
+// The element-wise ops of the table (ops/pointwise_ops.h, Note [Element-wise op table]).
+// The enumerators' order carries no meaning: what an op is comes from its row.
 enum class UnaryOp : uint8_t {
-  // Floating results (integer inputs have been converted to a float dtype).
-  Exp, Exp2, Expm1, Log, Log2, Log10, Log1p, Sqrt, Rsqrt, Reciprocal,
-  Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Tanh,
-  Sigmoid, Erf, Erfinv, GeluErf, GeluTanh, Silu, Frac,
-  // Same dtype as the input.
-  Neg, Abs, Sign, Relu, Floor, Ceil, Round, Trunc,
-  // Bool results.
-  IsNan, IsInf, IsFinite, LogicalNot,
+#define EMBER_UNARY(Id, ...) Id,
+#define EMBER_UNARY_P1(Id, ...) Id,
+#define EMBER_UNARY_P2(Id, ...) Id,
+#include "ember/ops/pointwise_ops.h"
   Count,
 };
 
 enum class BinaryOp : uint8_t {
-  Add, Sub, Mul, Div, DivTrunc, DivFloor, Remainder, Fmod, Pow, Maximum, Minimum, Atan2,
-  // Bool results.
-  Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd, LogicalOr, LogicalXor,
+#define EMBER_BINARY(Id, ...) Id,
+#include "ember/ops/pointwise_ops.h"
   Count,
 };
 
-inline bool is_bool_result(BinaryOp op) { return op >= BinaryOp::Eq; }
+// How a unary op's result dtype follows its input's (the `kind` column).
+enum class UnaryKind : uint8_t { Float, FloatOnly, Same, Bool };
+// How a binary op's compute and result dtypes follow the promoted dtype.
+enum class BinaryKind : uint8_t { Same, Float, Compare, Logical };
+
+constexpr UnaryKind kind_of(UnaryOp op) {
+  switch (op) {
+#define EMBER_UNARY_ROW(Id, kind) \
+  case UnaryOp::Id: return UnaryKind::kind;
+#define EMBER_UNARY(Id, name, kind, ...) EMBER_UNARY_ROW(Id, kind)
+#define EMBER_UNARY_P1(Id, name, kind, ...) EMBER_UNARY_ROW(Id, kind)
+#define EMBER_UNARY_P2(Id, name, kind, ...) EMBER_UNARY_ROW(Id, kind)
+#include "ember/ops/pointwise_ops.h"
+#undef EMBER_UNARY_ROW
+    case UnaryOp::Count: break;
+  }
+  return UnaryKind::Same;
+}
+
+constexpr BinaryKind kind_of(BinaryOp op) {
+  switch (op) {
+#define EMBER_BINARY(Id, name, kind, ...) \
+  case BinaryOp::Id: return BinaryKind::kind;
+#include "ember/ops/pointwise_ops.h"
+    case BinaryOp::Count: break;
+  }
+  return BinaryKind::Same;
+}
+
+inline bool is_bool_result(BinaryOp op) {
+  return kind_of(op) == BinaryKind::Compare || kind_of(op) == BinaryKind::Logical;
+}
+
+// The parameters of a parameterised unary op (the P1/P2 rows), as doubles; unused slots 0.
+struct UnaryParams {
+  double p0 = 0, p1 = 0;
+};
 
 // out = op(in). out and in have the same dtype, except bool-result ops (out is bool).
-void unary(UnaryOp op, const Tensor& out, const Tensor& in);
+void unary(UnaryOp op, const Tensor& out, const Tensor& in, const UnaryParams& p = {});
 // out = a op b (a, b same dtype; out that dtype or bool). For Add/Sub, b is scaled by alpha.
 void binary(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b,
             const Scalar& alpha = 1);
 
-// Parameterised element-wise kernels (out and in share a dtype).
-void softplus(const Tensor& out, const Tensor& in, double beta, double threshold);
+// Parameterised element-wise kernels outside the table (out and in share a dtype).
 // Either bound may be absent; NaN propagates as in PyTorch.
 void clamp(const Tensor& out, const Tensor& in, const Scalar* lo, const Scalar* hi);
 // Tensor bounds (same dtype as in, broadcast to out); an undefined bound is absent.

@@ -3,6 +3,8 @@
 // gathered), so a value gives the same result whatever its position or layout.
 
 #include <cmath>
+#include <limits>
+#include <utility>
 
 #include "ember/kernels/cpu/loops.h"
 #include "ember/kernels/cpu/pointwise.h"
@@ -125,152 +127,188 @@ void to_bool(const ElementwiseIter& it, DType dtype, F f) {
 template <typename C>
 constexpr bool is_fp = std::is_floating_point_v<C>;
 
+// ---- the kernels, one struct per UnaryOp (named after it) ----
+// scalar(x, p): x is the compute type (float or double for Float/FloatOnly ops, which get
+// 16-bit floats widened to float; any acc type for Same and Bool ops); p the op's
+// parameters. Float ops may add vec(v, p) on float lanes, written with EMBER_VEC: at the
+// avx2/avx512 levels float32 (and widened 16-bit) blocks then go through it, tail included.
+#if EMBER_HAVE_VEC
+using vec::set1;
+using vec::VecF;
+#define EMBER_VEC(expr) \
+  static VecF vec([[maybe_unused]] VecF v, [[maybe_unused]] const UnaryParams& p) { return expr; }
+#else
+#define EMBER_VEC(expr)
+#endif
+#define EMBER_SCALAR(expr) \
+  static auto scalar(auto x, [[maybe_unused]] const UnaryParams& p) { return expr; }
+
+struct Exp { EMBER_SCALAR(std::exp(x)) EMBER_VEC(vec::exp(v)) };
+struct Exp2 { EMBER_SCALAR(std::exp2(x)) EMBER_VEC(vec::exp2(v)) };
+struct Expm1 { EMBER_SCALAR(std::expm1(x)) EMBER_VEC(vec::expm1(v)) };
+struct Log { EMBER_SCALAR(std::log(x)) EMBER_VEC(vec::log(v)) };
+struct Log2 { EMBER_SCALAR(std::log2(x)) EMBER_VEC(vec::log2(v)) };
+struct Log10 { EMBER_SCALAR(std::log10(x)) EMBER_VEC(vec::log10(v)) };
+struct Log1p { EMBER_SCALAR(std::log1p(x)) EMBER_VEC(vec::log1p(v)) };
+struct Sqrt { EMBER_SCALAR(std::sqrt(x)) EMBER_VEC(vec::sqrt(v)) };
+struct Rsqrt { EMBER_SCALAR(decltype(x)(1) / std::sqrt(x)) EMBER_VEC(vec::div(set1(1.0f), vec::sqrt(v))) };
+struct Reciprocal { EMBER_SCALAR(decltype(x)(1) / x) EMBER_VEC(vec::div(set1(1.0f), v)) };
+struct Sin { EMBER_SCALAR(std::sin(x)) EMBER_VEC(vec::sin(v)) };
+struct Cos { EMBER_SCALAR(std::cos(x)) EMBER_VEC(vec::cos(v)) };
+struct Tan { EMBER_SCALAR(std::tan(x)) EMBER_VEC(vec::tan(v)) };
+struct Asin { EMBER_SCALAR(std::asin(x)) EMBER_VEC(vec::asin(v)) };
+struct Acos { EMBER_SCALAR(std::acos(x)) EMBER_VEC(vec::acos(v)) };
+struct Atan { EMBER_SCALAR(std::atan(x)) EMBER_VEC(vec::atan(v)) };
+struct Sinh { EMBER_SCALAR(std::sinh(x)) EMBER_VEC(vec::sinh(v)) };
+struct Cosh { EMBER_SCALAR(std::cosh(x)) EMBER_VEC(vec::cosh(v)) };
+struct Tanh { EMBER_SCALAR(std::tanh(x)) EMBER_VEC(vec::tanh(v)) };
+struct Erf { EMBER_SCALAR(std::erf(x)) EMBER_VEC(vec::erf(v)) };
+struct Erfinv { EMBER_SCALAR(erfinv_scalar(x)) };
+struct Sigmoid {
+  EMBER_SCALAR(decltype(x)(1) / (decltype(x)(1) + std::exp(-x)))
+  EMBER_VEC(vec::div(set1(1.0f), vec::add(set1(1.0f), vec::exp(vec::sub(set1(0.0f), v)))))
+};
+struct Silu {
+  EMBER_SCALAR(x / (decltype(x)(1) + std::exp(-x)))
+  EMBER_VEC(vec::div(v, vec::add(set1(1.0f), vec::exp(vec::sub(set1(0.0f), v)))))
+};
+struct GeluErf {
+  static auto scalar(auto x, const UnaryParams&) {
+    using C = decltype(x);
+    return C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440)));
+  }
+  EMBER_VEC(vec::mul(vec::mul(set1(0.5f), v), vec::add(set1(1.0f), vec::erf(vec::mul(v, set1(kSqrt1_2))))))
+};
+struct GeluTanh {
+  static auto scalar(auto x, const UnaryParams&) {
+    using C = decltype(x);
+    const C inner = C(0.79788456080286535588) * (x + C(0.044715) * x * x * x);
+    return C(0.5) * x * (C(1) + std::tanh(inner));
+  }
+  EMBER_VEC(vec::mul(vec::mul(set1(0.5f), v),
+                     vec::add(set1(1.0f), vec::tanh(vec::mul(set1(kSqrt2OverPi),
+                                                             vec::fmadd(vec::mul(set1(0.044715f), v),
+                                                                        vec::mul(v, v), v))))))
+};
+struct Frac { EMBER_SCALAR(x - std::trunc(x)) };
+struct Softplus {  // p0 = beta, p1 = threshold
+  static auto scalar(auto x, const UnaryParams& p) {
+    using C = decltype(x);
+    const C b = static_cast<C>(p.p0), th = static_cast<C>(p.p1);
+    return x * b > th ? x : std::log1p(std::exp(x * b)) / b;
+  }
+};
+struct LeakyRelu {  // p0 = negative_slope
+  static auto scalar(auto x, const UnaryParams& p) {
+    using C = decltype(x);
+    return x > C(0) ? x : x * static_cast<C>(p.p0);
+  }
+};
+struct Logit {  // p0 = eps, negative when absent (no clamp), as PyTorch's kernel
+  static auto scalar(auto x, const UnaryParams& p) {
+    using C = decltype(x);
+    const C lo = static_cast<C>(p.p0), hi = C(1) - lo;
+    if (!(lo < C(0))) x = x < lo ? lo : (x > hi ? hi : x);
+    return x == C(1) ? std::numeric_limits<C>::infinity() : std::log(x / (C(1) - x));
+  }
+};
+struct Neg { EMBER_SCALAR(static_cast<decltype(x)>(-x)) };
+struct Abs {
+  static auto scalar(auto x, const UnaryParams&) {
+    using C = decltype(x);
+    if constexpr (std::is_unsigned_v<C>) return x;
+    else if constexpr (is_fp<C>) return std::fabs(x);
+    else return static_cast<C>(x < 0 ? -x : x);
+  }
+};
+struct Sign {
+  static auto scalar(auto x, const UnaryParams&) {
+    using C = decltype(x);
+    if constexpr (std::is_same_v<C, bool>) return x;
+    else return static_cast<C>((C(0) < x) - (x < C(0)));
+  }
+};
+struct Relu {
+  static auto scalar(auto x, const UnaryParams&) {
+    using C = decltype(x);
+    if constexpr (is_fp<C>) return std::isnan(x) ? x : (x > C(0) ? x : C(0));
+    else return x > C(0) ? x : C(0);
+  }
+};
+// Rounding is the identity on integers.
+#define EMBER_ROUNDING(Name, fn)                              \
+  struct Name {                                               \
+    static auto scalar(auto x, const UnaryParams&) {          \
+      if constexpr (is_fp<decltype(x)>) return fn(x);         \
+      else return x;                                          \
+    }                                                         \
+  };
+EMBER_ROUNDING(Floor, std::floor)
+EMBER_ROUNDING(Ceil, std::ceil)
+EMBER_ROUNDING(Round, std::nearbyint)  // half to even
+EMBER_ROUNDING(Trunc, std::trunc)
+#undef EMBER_ROUNDING
+struct IsNan {
+  static bool scalar(auto x, const UnaryParams&) {
+    if constexpr (is_fp<decltype(x)>) return std::isnan(x);
+    else return false;
+  }
+};
+struct IsInf {
+  static bool scalar(auto x, const UnaryParams&) {
+    if constexpr (is_fp<decltype(x)>) return std::isinf(x);
+    else return false;
+  }
+};
+struct IsFinite {
+  static bool scalar(auto x, const UnaryParams&) {
+    if constexpr (is_fp<decltype(x)>) return std::isfinite(x);
+    else return true;
+  }
+};
+struct LogicalNot { EMBER_SCALAR(x == decltype(x)(0)) };
+#undef EMBER_SCALAR
+#undef EMBER_VEC
+
+// Runs kernel K with the loop its kind calls for.
+template <UnaryKind kind, typename K>
+void run(const ElementwiseIter& it, DType dt, const UnaryParams& p) {
+  auto sf = [&p](auto x) { return K::scalar(x, p); };
+  if constexpr (kind == UnaryKind::Float || kind == UnaryKind::FloatOnly) {
+#if EMBER_HAVE_VEC
+    if constexpr (requires { K::vec(std::declval<VecF>(), std::declval<const UnaryParams&>()); }) {
+      float_math(it, dt, sf, [&p](VecF v) { return K::vec(v, p); });
+      return;
+    }
+#endif
+    float_math(it, dt, sf, nullptr);
+  } else if constexpr (kind == UnaryKind::Same) {
+    same_type(it, dt, sf);
+  } else {
+    to_bool(it, dt, sf);
+  }
+}
+
 }  // namespace
 
-void unary(UnaryOp op, const Tensor& out, const Tensor& in) {
+void unary(UnaryOp op, const Tensor& out, const Tensor& in, const UnaryParams& p) {
   if (out.numel() == 0) return;
   ElementwiseIter it(out.sizes());
   it.add(out);
   it.add(in);
   it.build();
   const DType dt = in.dtype();
-#if EMBER_HAVE_VEC
-  using vec::set1;
-  using vec::VecF;
-#endif
   switch (op) {
-#if EMBER_HAVE_VEC
-#define EMBER_VF(expr) [&](VecF v) { return expr; }
-#else
-#define EMBER_VF(expr) nullptr
-#endif
-    case UnaryOp::Exp: return float_math(it, dt, [](auto x) { return std::exp(x); }, EMBER_VF(vec::exp(v)));
-    case UnaryOp::Exp2: return float_math(it, dt, [](auto x) { return std::exp2(x); }, EMBER_VF(vec::exp2(v)));
-    case UnaryOp::Expm1: return float_math(it, dt, [](auto x) { return std::expm1(x); }, EMBER_VF(vec::expm1(v)));
-    case UnaryOp::Log: return float_math(it, dt, [](auto x) { return std::log(x); }, EMBER_VF(vec::log(v)));
-    case UnaryOp::Log2: return float_math(it, dt, [](auto x) { return std::log2(x); }, EMBER_VF(vec::log2(v)));
-    case UnaryOp::Log10: return float_math(it, dt, [](auto x) { return std::log10(x); }, EMBER_VF(vec::log10(v)));
-    case UnaryOp::Log1p: return float_math(it, dt, [](auto x) { return std::log1p(x); }, EMBER_VF(vec::log1p(v)));
-    case UnaryOp::Sqrt: return float_math(it, dt, [](auto x) { return std::sqrt(x); }, EMBER_VF(vec::sqrt(v)));
-    case UnaryOp::Rsqrt:
-      return float_math(it, dt, [](auto x) { return decltype(x)(1) / std::sqrt(x); },
-                        EMBER_VF(vec::div(set1(1.0f), vec::sqrt(v))));
-    case UnaryOp::Reciprocal:
-      return float_math(it, dt, [](auto x) { return decltype(x)(1) / x; }, EMBER_VF(vec::div(set1(1.0f), v)));
-    case UnaryOp::Sin: return float_math(it, dt, [](auto x) { return std::sin(x); }, EMBER_VF(vec::sin(v)));
-    case UnaryOp::Cos: return float_math(it, dt, [](auto x) { return std::cos(x); }, EMBER_VF(vec::cos(v)));
-    case UnaryOp::Tan: return float_math(it, dt, [](auto x) { return std::tan(x); }, EMBER_VF(vec::tan(v)));
-    case UnaryOp::Asin: return float_math(it, dt, [](auto x) { return std::asin(x); }, EMBER_VF(vec::asin(v)));
-    case UnaryOp::Acos: return float_math(it, dt, [](auto x) { return std::acos(x); }, EMBER_VF(vec::acos(v)));
-    case UnaryOp::Atan: return float_math(it, dt, [](auto x) { return std::atan(x); }, EMBER_VF(vec::atan(v)));
-    case UnaryOp::Sinh: return float_math(it, dt, [](auto x) { return std::sinh(x); }, EMBER_VF(vec::sinh(v)));
-    case UnaryOp::Cosh: return float_math(it, dt, [](auto x) { return std::cosh(x); }, EMBER_VF(vec::cosh(v)));
-    case UnaryOp::Tanh: return float_math(it, dt, [](auto x) { return std::tanh(x); }, EMBER_VF(vec::tanh(v)));
-    case UnaryOp::Erf: return float_math(it, dt, [](auto x) { return std::erf(x); }, EMBER_VF(vec::erf(v)));
-    case UnaryOp::Erfinv: return float_math(it, dt, [](auto x) { return erfinv_scalar(x); }, nullptr);
-    case UnaryOp::Sigmoid:
-      return float_math(it, dt, [](auto x) { return decltype(x)(1) / (decltype(x)(1) + std::exp(-x)); },
-                        EMBER_VF(vec::div(set1(1.0f), vec::add(set1(1.0f), vec::exp(vec::sub(set1(0.0f), v))))));
-    case UnaryOp::Silu:
-      return float_math(it, dt, [](auto x) { return x / (decltype(x)(1) + std::exp(-x)); },
-                        EMBER_VF(vec::div(v, vec::add(set1(1.0f), vec::exp(vec::sub(set1(0.0f), v))))));
-    case UnaryOp::GeluErf:
-      return float_math(
-          it, dt,
-          [](auto x) {
-            using C = decltype(x);
-            return C(0.5) * x * (C(1) + std::erf(x * C(0.70710678118654752440)));
-          },
-          EMBER_VF(vec::mul(vec::mul(set1(0.5f), v), vec::add(set1(1.0f), vec::erf(vec::mul(v, set1(kSqrt1_2)))))));
-    case UnaryOp::GeluTanh:
-      return float_math(
-          it, dt,
-          [](auto x) {
-            using C = decltype(x);
-            const C inner = C(0.79788456080286535588) * (x + C(0.044715) * x * x * x);
-            return C(0.5) * x * (C(1) + std::tanh(inner));
-          },
-          EMBER_VF(vec::mul(vec::mul(set1(0.5f), v),
-                            vec::add(set1(1.0f), vec::tanh(vec::mul(set1(kSqrt2OverPi),
-                                                                    vec::fmadd(vec::mul(set1(0.044715f), v),
-                                                                               vec::mul(v, v), v)))))));
-    case UnaryOp::Frac:
-      return float_math(it, dt, [](auto x) { return x - std::trunc(x); }, nullptr);
-#undef EMBER_VF
-    case UnaryOp::Neg:
-      return same_type(it, dt, [](auto x) { return static_cast<decltype(x)>(-x); });
-    case UnaryOp::Abs:
-      return same_type(it, dt, [](auto x) {
-        using C = decltype(x);
-        if constexpr (std::is_unsigned_v<C>) return x;
-        else if constexpr (is_fp<C>) return std::fabs(x);
-        else return static_cast<C>(x < 0 ? -x : x);
-      });
-    case UnaryOp::Sign:
-      return same_type(it, dt, [](auto x) {
-        using C = decltype(x);
-        if constexpr (std::is_same_v<C, bool>) return x;
-        else return static_cast<C>((C(0) < x) - (x < C(0)));
-      });
-    case UnaryOp::Relu:
-      return same_type(it, dt, [](auto x) {
-        using C = decltype(x);
-        if constexpr (is_fp<C>) return std::isnan(x) ? x : (x > C(0) ? x : C(0));
-        else return x > C(0) ? x : C(0);
-      });
-    case UnaryOp::Floor:
-      return same_type(it, dt, [](auto x) {
-        if constexpr (is_fp<decltype(x)>) return std::floor(x);
-        else return x;
-      });
-    case UnaryOp::Ceil:
-      return same_type(it, dt, [](auto x) {
-        if constexpr (is_fp<decltype(x)>) return std::ceil(x);
-        else return x;
-      });
-    case UnaryOp::Round:
-      return same_type(it, dt, [](auto x) {
-        if constexpr (is_fp<decltype(x)>) return std::nearbyint(x);  // half to even
-        else return x;
-      });
-    case UnaryOp::Trunc:
-      return same_type(it, dt, [](auto x) {
-        if constexpr (is_fp<decltype(x)>) return std::trunc(x);
-        else return x;
-      });
-    case UnaryOp::IsNan:
-      return to_bool(it, dt, [](auto x) {
-        if constexpr (is_fp<decltype(x)>) return std::isnan(x);
-        else return false;
-      });
-    case UnaryOp::IsInf:
-      return to_bool(it, dt, [](auto x) {
-        if constexpr (is_fp<decltype(x)>) return std::isinf(x);
-        else return false;
-      });
-    case UnaryOp::IsFinite:
-      return to_bool(it, dt, [](auto x) {
-        if constexpr (is_fp<decltype(x)>) return std::isfinite(x);
-        else return true;
-      });
-    case UnaryOp::LogicalNot:
-      return to_bool(it, dt, [](auto x) { return x == decltype(x)(0); });
+#define EMBER_UNARY_ROW(Id, kind) \
+  case UnaryOp::Id: return run<UnaryKind::kind, Id>(it, dt, p);
+#define EMBER_UNARY(Id, name, kind, ...) EMBER_UNARY_ROW(Id, kind)
+#define EMBER_UNARY_P1(Id, name, kind, ...) EMBER_UNARY_ROW(Id, kind)
+#define EMBER_UNARY_P2(Id, name, kind, ...) EMBER_UNARY_ROW(Id, kind)
+#include "ember/ops/pointwise_ops.h"
+#undef EMBER_UNARY_ROW
     case UnaryOp::Count: break;
   }
   EMBER_ERROR("[unary] unknown op");
-}
-
-void softplus(const Tensor& out, const Tensor& in, double beta, double threshold) {
-  ElementwiseIter it(out.sizes());
-  it.add(out);
-  it.add(in);
-  it.build();
-  dispatch_floating(in.dtype(), "softplus", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using C = acc_t<T>;
-    const C b = static_cast<C>(beta), th = static_cast<C>(threshold);
-    map1<T, T>(it, [=](C x) { return x * b > th ? x : std::log1p(std::exp(x * b)) / b; });
-  });
 }
 
 void clamp(const Tensor& out, const Tensor& in, const Scalar* lo, const Scalar* hi) {

@@ -45,6 +45,9 @@ inline VecF sinh(VecF v) { return Sleef_sinhf16_u10(v); }
 inline VecF cosh(VecF v) { return Sleef_coshf16_u10(v); }
 inline VecF tanh(VecF v) { return Sleef_tanhf16_u10(v); }
 inline VecF erf(VecF v) { return Sleef_erff16_u10(v); }
+inline VecF atan2(VecF a, VecF b) { return Sleef_atan2f16_u10(a, b); }
+inline VecF pow(VecF a, VecF b) { return Sleef_powf16_u10(a, b); }
+inline VecF fmod(VecF a, VecF b) { return Sleef_fmodf16(a, b); }  // exact, as std::fmod
 }  // namespace ember::kernels::cpu::EMBER_CPU_NS::vec
 #elif defined(__AVX2__)
 #define EMBER_HAVE_VEC 1
@@ -78,6 +81,9 @@ inline VecF sinh(VecF v) { return Sleef_sinhf8_u10(v); }
 inline VecF cosh(VecF v) { return Sleef_coshf8_u10(v); }
 inline VecF tanh(VecF v) { return Sleef_tanhf8_u10(v); }
 inline VecF erf(VecF v) { return Sleef_erff8_u10(v); }
+inline VecF atan2(VecF a, VecF b) { return Sleef_atan2f8_u10(a, b); }
+inline VecF pow(VecF a, VecF b) { return Sleef_powf8_u10(a, b); }
+inline VecF fmod(VecF a, VecF b) { return Sleef_fmodf8(a, b); }  // exact, as std::fmod
 }  // namespace ember::kernels::cpu::EMBER_CPU_NS::vec
 #else
 #define EMBER_HAVE_VEC 0
