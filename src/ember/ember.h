@@ -2,6 +2,7 @@
 // The umbrella header: #include <ember/ember.h> gives the whole public C++ API.
 
 #include "ember/core/allocator.h"
+#include "ember/core/cpu_capability.h"
 #include "ember/core/device.h"
 #include "ember/core/dtype.h"
 #include "ember/core/error.h"
