@@ -126,8 +126,8 @@ struct Ctx {
   }
   Tensor maybe(Tensor t) { return coin(4) ? Tensor() : t; }
   std::optional<int64_t> opt_dim() { return coin(3) ? std::nullopt : std::optional<int64_t>(dim()); }
-  nn::functional::Reduction reduction() {
-    return static_cast<nn::functional::Reduction>(u() % 4);
+  nn::Reduction reduction() {
+    return static_cast<nn::Reduction>(u() % 4);
   }
 };
 
