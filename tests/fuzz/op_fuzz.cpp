@@ -587,7 +587,7 @@ std::set<std::string> declared_ops(const std::string& src) {
   // Accessors and autograd plumbing that are not ops.
   const std::set<std::string> not_ops = {"defined", "is_contiguous", "is_floating_point", "is_cpu", "is_alias_of",
                                          "is_same_storage", "is_same", "requires_grad", "is_leaf", "retains_grad",
-                                         "is_inference", "mutable_grad", "register_hook_impl", "get", "set_requires_grad",
+                                         "is_inference", "mutable_grad", "register_hook_impl", "get", "set_requires_grad", "forward",
                                          "operator"};
   std::set<std::string> out;
   for (const char* h : headers) {
