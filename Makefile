@@ -60,6 +60,7 @@ sanitize: setup
 	@cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1 ctest $(CTEST_FLAGS) -j $(JOBS) -E install
 
 FUZZ_SECONDS ?= 3600
+FUZZ_FILE_SECONDS ?= 600
 FUZZ_SEED ?=
 fuzz: setup
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=address,undefined \
@@ -68,6 +69,7 @@ fuzz: setup
 	@cmake --build $(ASAN_DIR) -j $(JOBS) --target ember_fuzz
 	@./$(ASAN_DIR)/tests/ember_fuzz --check-coverage .
 	@EMBER_FUZZ_SEED=$(FUZZ_SEED) ./$(ASAN_DIR)/tests/ember_fuzz --seconds $(FUZZ_SECONDS)
+	@EMBER_FUZZ_SEED=$(FUZZ_SEED) ./$(ASAN_DIR)/tests/ember_fuzz --files --seconds $(FUZZ_FILE_SECONDS)
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(BUILD_DIR).configure.log $(ASAN_DIR).configure.log

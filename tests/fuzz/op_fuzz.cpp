@@ -6,6 +6,7 @@
 // call so that `ember_fuzz --seed S --first N --count 1` replays exactly that call.
 //
 //   ember_fuzz [--seed S] [--seconds T] [--count N] [--first N] [--list] [--check-coverage SRC_DIR]
+//   ember_fuzz --files [--seed S] [--seconds T] [--count N]: the checkpoint / IDX / token-file readers
 //   env: EMBER_FUZZ_SEED, EMBER_FUZZ_SECONDS, EMBER_FUZZ_COUNT
 //
 // Adding an op: add one OP(...) line to the table below. `--check-coverage` (a CTest test)
@@ -20,6 +21,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -622,6 +624,112 @@ int check_coverage(const std::string& src) {
   return missing == 0 ? 0 : 1;
 }
 
+
+// ---- file readers: checkpoints, IDX files, token files ----
+// Each iteration mutates a valid file (bit flips, byte overwrites, truncation, insertion,
+// crafted header lengths) and reads it back. A checkpoint that still loads must equal the
+// original (no silent load of changed data: ember checkpoints carry a checksum).
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void spill(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string mutate(Ctx& c, std::string b) {
+  const int edits = 1 + static_cast<int>(c.u() % 3);
+  for (int k = 0; k < edits && !b.empty(); ++k) {
+    const size_t at = c.coin(3) ? c.u() % std::min<size_t>(b.size(), 256) : c.u() % b.size();
+    switch (c.u() % 6) {
+      case 0: b[at] = static_cast<char>(b[at] ^ (1 << (c.u() % 8))); break;
+      case 1: b[at] = static_cast<char>(c.u()); break;
+      case 2: b.resize(c.u() % b.size()); break;
+      case 3: b.insert(at, std::string(1 + c.u() % 8, static_cast<char>(c.u()))); break;
+      case 4:  // a crafted 8-byte length field
+        if (b.size() >= 8) {
+          const uint64_t v = c.coin() ? c.u() : c.u() % (b.size() * 2);
+          for (int i = 0; i < 8; ++i) b[static_cast<size_t>(i)] = static_cast<char>((v >> (8 * i)) & 0xFF);
+        }
+        break;
+      default: {  // a digit in the JSON header becomes a huge number
+        const size_t d = b.find_first_of("0123456789", std::min<size_t>(8, b.size()));
+        if (d != std::string::npos && d < 4096) b.insert(d, c.coin() ? "99999999999999999999" : "1e999");
+      }
+    }
+  }
+  return b;
+}
+
+int fuzz_files(uint64_t seed, int64_t count, double seconds) {
+  char dir_tmpl[] = "/tmp/ember_fuzz_files_XXXXXX";
+  const char* dir = mkdtemp(dir_tmpl);
+  if (!dir) return 2;
+  const std::string ckpt = std::string(dir) + "/valid.safetensors", mutated = std::string(dir) + "/m.safetensors";
+  const std::string idx = std::string(dir) + "/valid.idx", tok = std::string(dir) + "/valid.bin";
+  manual_seed(seed);
+  Value original = Value::dict();
+  original["w"] = randn({3, 4});
+  original["step"] = int64_t{7};
+  original["name"] = "fuzz";
+  original["flags"] = tensor({true, false});
+  original["nested"] = Value(Value::List{Value(1.5), Value(arange(6).reshape({2, 3}))});
+  save(original, ckpt);
+  data::write_idx(arange(24, TensorOptions(kUInt8)).reshape({2, 3, 4}), idx);
+  spill(tok, std::string(64, '\x01'));
+  const std::string valid[3] = {slurp(ckpt), slurp(idx), slurp(tok)};
+  int64_t files = 0, loaded = 0, refused = 0;
+  const int64_t t0 = now_ms();
+  g_seed = seed;
+  bool ok = true;
+  for (int64_t i = 0; ok; ++i) {
+    if (count >= 0 && i >= count) break;
+    if (count < 0 && static_cast<double>(now_ms() - t0) > seconds * 1000.0) break;
+    Ctx c{std::mt19937_64(seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(i))};
+    const int kind = static_cast<int>(i % 3);
+    spill(mutated, mutate(c, valid[kind]));
+    g_op = kind == 0 ? "load" : kind == 1 ? "read_idx" : "TokenDataset";
+    g_call = i;
+    g_call_start_ms = now_ms();
+    try {
+      if (kind == 0) {
+        const Value v = load(mutated);
+        ++loaded;
+        if (!(v == original)) {
+          std::fprintf(stderr, "\n[ember_fuzz] a mutated checkpoint loaded with changed data\n");
+          print_current("silent load of changed data");
+          ok = false;
+        }
+      } else if (kind == 1) {
+        data::read_idx(mutated).sum();
+        ++loaded;
+      } else {
+        data::TokenDataset ds(mutated, 1 + static_cast<int64_t>(c.u() % 80),
+                              c.coin() ? data::TokenDType::UInt16 : data::TokenDType::UInt32);
+        for (int64_t k = 0; k < std::min<int64_t>(ds.size(), 4); ++k) ds.get(k);
+        ++loaded;
+      }
+    } catch (const Error&) {
+      ++refused;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "\n[ember_fuzz] %s threw %s: %s\n", g_op.load(), typeid(e).name(), e.what());
+      print_current("wrong exception type");
+      ok = false;
+    }
+    g_call_start_ms = 0;
+    ++files;
+  }
+  std::filesystem::remove_all(dir);
+  std::printf("[ember_fuzz] files: %lld mutated files (%lld read, %lld refused) in %.1f s, seed %llu: %s\n",
+              static_cast<long long>(files), static_cast<long long>(loaded), static_cast<long long>(refused),
+              static_cast<double>(now_ms() - t0) / 1000.0, static_cast<unsigned long long>(seed),
+              ok ? "no failures" : "FAILED");
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace ember::fuzz
 
@@ -631,6 +739,7 @@ int main(int argc, char** argv) {
   double seconds = static_cast<double>(env_int("EMBER_FUZZ_SECONDS", 60));
   int64_t count = env_int("EMBER_FUZZ_COUNT", -1);
   int64_t first = 0;
+  bool files = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : ""; };
@@ -639,12 +748,13 @@ int main(int argc, char** argv) {
     else if (a == "--count") count = std::strtoll(next(), nullptr, 10);
     else if (a == "--first") first = std::strtoll(next(), nullptr, 10);
     else if (a == "--check-coverage") return check_coverage(next());
+    else if (a == "--files") files = true;
     else if (a == "--list") {
       for (const OpEntry& e : op_table()) std::printf("%s\n", e.name);
       return 0;
     } else {
       std::fprintf(stderr, "usage: ember_fuzz [--seed S] [--seconds T] [--count N] [--first N] [--list] "
-                           "[--check-coverage SRC_DIR]\n");
+                           "[--check-coverage SRC_DIR] [--files]\n");
       return 2;
     }
   }
@@ -668,6 +778,12 @@ int main(int argc, char** argv) {
     }
   });
 
+  if (files) {
+    const int rc = fuzz_files(seed, count, seconds);
+    done = true;
+    watchdog.join();
+    return rc;
+  }
   const auto& table = op_table();
   std::map<std::string, int64_t> reached;
   const int64_t t0 = now_ms();
