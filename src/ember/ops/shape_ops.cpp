@@ -315,7 +315,7 @@ Tensor repeat_counts(const Tensor& in, int64_t dim, const std::vector<int64_t>& 
     total += c;
   }
   // The output is allocated (or refused) before the index maps, which grow with it.
-  DimVector sizes(in.sizes().begin(), in.sizes().end());
+  DimVector sizes(in.sizes());
   sizes[dim] = total;
   Tensor out = empty(sizes, TensorOptions(in.dtype()));
   IndexMaps maps = identity_maps(in.sizes());
@@ -339,7 +339,7 @@ Tensor repeat_scalar(const Tensor& in, int64_t dim, int64_t repeats) {
   int64_t total = 0;
   EMBER_CHECK(!__builtin_mul_overflow(rows, repeats, &total), "[repeat_interleave] repeating ", rows, " rows ",
               repeats, " times overflows int64");
-  DimVector sizes(in.sizes().begin(), in.sizes().end());
+  DimVector sizes(in.sizes());
   sizes[dim] = total;
   { Tensor probe = empty(sizes, TensorOptions(in.dtype())); }  // refuses outputs that cannot exist
   EMBER_CHECK(rows <= (int64_t{1} << 31), "[repeat_interleave] input dim ", dim, " has ", rows,
