@@ -5,7 +5,7 @@
 
 #include "ember/autograd/autograd_meta.h"
 #include "ember/core/check.h"
-#include "ember/core/op_scope.h"
+#include "ember/core/op_name_scope.h"
 #include "ember/kernels/cpu/dispatch.h"
 #include "ember/kernels/cpu/kernels.h"
 
@@ -44,7 +44,7 @@ DType value_dtype(const Scalar& v, const TensorOptions& options) {
 }  // namespace
 
 Tensor empty(IntArrayRef sizes, const TensorOptions& options) {
-  OpScope scope("empty");
+  detail::OpNameScope scope("empty");
   const int64_t n = checked_numel(sizes, "empty");
   const DType dt = options.dtype();
   const size_t es = element_size(dt);
@@ -56,7 +56,7 @@ Tensor empty(IntArrayRef sizes, const TensorOptions& options) {
 }
 
 Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, const TensorOptions& options) {
-  OpScope scope("empty_strided");
+  detail::OpNameScope scope("empty_strided");
   EMBER_CHECK(sizes.size() == strides.size(), "[empty_strided] sizes ", sizes, " and strides ",
               strides, " must have the same length");
   const int64_t n = checked_numel(sizes, "empty_strided");
@@ -76,7 +76,7 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, const TensorOptions
 }
 
 Tensor zeros(IntArrayRef sizes, const TensorOptions& options) {
-  OpScope scope("zeros");
+  detail::OpNameScope scope("zeros");
   Tensor t = empty(sizes, options.requires_grad(false));
   const size_t bytes = t.nbytes();
   if (bytes) std::memset(t.data_ptr(), 0, bytes);  // all-zero bits are 0 in every dtype
@@ -84,13 +84,13 @@ Tensor zeros(IntArrayRef sizes, const TensorOptions& options) {
 }
 
 Tensor ones(IntArrayRef sizes, const TensorOptions& options) {
-  OpScope scope("ones");
+  detail::OpNameScope scope("ones");
   // options.dtype() resolves to the default dtype, so the integer 1 does not make it int64.
   return full(sizes, 1, options.dtype(options.dtype()));
 }
 
 Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options) {
-  OpScope scope("full");
+  detail::OpNameScope scope("full");
   Tensor t = empty(sizes, options.dtype(value_dtype(value, options)).requires_grad(false));
   kernels::cpu::fill(t, value);
   return finish(std::move(t), options);
@@ -117,12 +117,12 @@ Tensor full_like(const Tensor& t, const Scalar& value, const TensorOptions& opti
 Tensor arange(const Scalar& end, const TensorOptions& options) { return arange(0, end, 1, options); }
 
 Tensor arange(const Scalar& start, const Scalar& end, const TensorOptions& options) {
-  OpScope scope("arange");
+  detail::OpNameScope scope("arange");
   return arange(start, end, 1, options);
 }
 
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& options) {
-  OpScope scope("arange");
+  detail::OpNameScope scope("arange");
   const bool all_int = !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
   const DType dt = options.has_dtype() ? options.dtype() : (all_int ? kInt64 : get_default_dtype());
   const double s = start.to_double(), e = end.to_double(), st = step.to_double();
@@ -163,7 +163,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
 }
 
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& options) {
-  OpScope scope("linspace");
+  detail::OpNameScope scope("linspace");
   EMBER_CHECK(steps >= 0, "[linspace] number of steps must be non-negative, got ", steps);
   const DType dt = options.dtype();
   Tensor t = empty({steps}, options.dtype(dt).requires_grad(false));
@@ -193,7 +193,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const Ten
 Tensor eye(int64_t n, const TensorOptions& options) { return eye(n, n, options); }
 
 Tensor eye(int64_t n, int64_t m, const TensorOptions& options) {
-  OpScope scope("eye");
+  detail::OpNameScope scope("eye");
   EMBER_CHECK(n >= 0 && m >= 0, "[eye] n and m must be non-negative, got n = ", n, ", m = ", m);
   Tensor t = zeros({n, m}, options.requires_grad(false));
   if (n > 0 && m > 0) t.diagonal().fill_(1);

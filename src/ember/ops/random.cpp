@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "ember/core/check.h"
-#include "ember/core/op_scope.h"
+#include "ember/core/op_name_scope.h"
 #include "ember/kernels/cpu/dispatch.h"
 #include "ember/kernels/cpu/kernels.h"
 #include "ember/ops/creation.h"
@@ -44,7 +44,7 @@ Tensor& fill_random(Tensor& self, const char* op, Fill fill) {
 }  // namespace
 
 Tensor& Tensor::uniform_(double from, double to, Generator gen) {
-  OpScope scope("uniform_");
+  detail::OpNameScope scope("uniform_");
   EMBER_CHECK(is_floating_point(), "[uniform_] expected a floating-point tensor, got dtype ", dtype());
   EMBER_CHECK(from <= to, "[uniform_] expects to return a [from, to) range, but found from=", from,
               " > to=", to);
@@ -55,7 +55,7 @@ Tensor& Tensor::uniform_(double from, double to, Generator gen) {
 }
 
 Tensor& Tensor::normal_(double mean, double std, Generator gen) {
-  OpScope scope("normal_");
+  detail::OpNameScope scope("normal_");
   EMBER_CHECK(is_floating_point(), "[normal_] expected a floating-point tensor, got dtype ", dtype());
   EMBER_CHECK(std >= 0.0, "[normal_] expects std >= 0.0, but found std ", std);
   return fill_random(*this, "normal_", [&](const Tensor& t) {
@@ -64,7 +64,7 @@ Tensor& Tensor::normal_(double mean, double std, Generator gen) {
 }
 
 Tensor& Tensor::bernoulli_(double p, Generator gen) {
-  OpScope scope("bernoulli_");
+  detail::OpNameScope scope("bernoulli_");
   EMBER_CHECK(p >= 0.0 && p <= 1.0, "[bernoulli_] expects 0 <= p <= 1, but got p = ", p);
   return fill_random(*this, "bernoulli_", [&](const Tensor& t) {
     kernels::cpu::bernoulli(t, p, reserve(gen, t.numel(), kernels::cpu::random_values_per_block(t.dtype())));
@@ -72,7 +72,7 @@ Tensor& Tensor::bernoulli_(double p, Generator gen) {
 }
 
 Tensor& Tensor::random_(int64_t from, int64_t to, Generator gen) {
-  OpScope scope("random_");
+  detail::OpNameScope scope("random_");
   EMBER_CHECK(from < to, "[random_] expects 'from' to be less than 'to', but got from=", from,
               " >= to=", to);
   // Every value in [from, to) must be representable in the tensor's dtype.
@@ -98,7 +98,7 @@ Tensor& Tensor::random_(int64_t from, int64_t to, Generator gen) {
 Tensor rand(IntArrayRef sizes, const TensorOptions& options) { return rand(sizes, Generator(), options); }
 
 Tensor rand(IntArrayRef sizes, Generator gen, const TensorOptions& options) {
-  OpScope scope("rand");
+  detail::OpNameScope scope("rand");
   Tensor t = empty(sizes, options.requires_grad(false));
   t.uniform_(0.0, 1.0, gen);
   if (options.requires_grad()) t.requires_grad_(true);
@@ -108,7 +108,7 @@ Tensor rand(IntArrayRef sizes, Generator gen, const TensorOptions& options) {
 Tensor randn(IntArrayRef sizes, const TensorOptions& options) { return randn(sizes, Generator(), options); }
 
 Tensor randn(IntArrayRef sizes, Generator gen, const TensorOptions& options) {
-  OpScope scope("randn");
+  detail::OpNameScope scope("randn");
   Tensor t = empty(sizes, options.requires_grad(false));
   t.normal_(0.0, 1.0, gen);
   if (options.requires_grad()) t.requires_grad_(true);
@@ -116,7 +116,7 @@ Tensor randn(IntArrayRef sizes, Generator gen, const TensorOptions& options) {
 }
 
 Tensor normal(double mean, double std, IntArrayRef sizes, Generator gen, const TensorOptions& options) {
-  OpScope scope("normal");
+  detail::OpNameScope scope("normal");
   Tensor t = empty(sizes, options.requires_grad(false));
   t.normal_(mean, std, gen);
   if (options.requires_grad()) t.requires_grad_(true);
@@ -124,17 +124,17 @@ Tensor normal(double mean, double std, IntArrayRef sizes, Generator gen, const T
 }
 
 Tensor randint(int64_t high, IntArrayRef sizes, const TensorOptions& options) {
-  OpScope scope("randint");
+  detail::OpNameScope scope("randint");
   return randint(0, high, sizes, Generator(), options);
 }
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, const TensorOptions& options) {
-  OpScope scope("randint");
+  detail::OpNameScope scope("randint");
   return randint(low, high, sizes, Generator(), options);
 }
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, Generator gen, const TensorOptions& options) {
-  OpScope scope("randint");
+  detail::OpNameScope scope("randint");
   Tensor t = empty(sizes, options.dtype(options.dtype_or(kInt64)));
   t.random_(low, high, gen);
   return t;
@@ -143,7 +143,7 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, Generator gen, cons
 Tensor randperm(int64_t n, const TensorOptions& options) { return randperm(n, Generator(), options); }
 
 Tensor randperm(int64_t n, Generator gen, const TensorOptions& options) {
-  OpScope scope("randperm");
+  detail::OpNameScope scope("randperm");
   EMBER_CHECK(n >= 0, "[randperm] n must be non-negative, got ", n);
   const DType dt = options.dtype_or(kInt64);
   EMBER_CHECK(dt != kBool, "[randperm] dtype bool cannot hold a permutation");

@@ -8,7 +8,7 @@
 #include "ember/autograd/functions.h"
 #include "ember/autograd/record.h"
 #include "ember/core/check.h"
-#include "ember/core/op_scope.h"
+#include "ember/core/op_name_scope.h"
 
 namespace ember {
 
@@ -150,7 +150,7 @@ Tensor Tensor::view(IntArrayRef sizes) const {
 }
 
 Tensor Tensor::reshape(IntArrayRef sizes) const {
-  OpScope scope("reshape");
+  detail::OpNameScope scope("reshape");
   check_defined(*this, "reshape");
   DimVector shape = infer_size(sizes, numel(), "reshape");
   DimVector st;
@@ -461,7 +461,7 @@ Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
 }
 
 std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
-  OpScope scope("split");
+  detail::OpNameScope scope("split");
   check_defined(*this, "split");
   EMBER_CHECK(dim() > 0, "[split] cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "split");
@@ -486,7 +486,7 @@ std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
 }
 
 std::vector<Tensor> Tensor::split_with_sizes(IntArrayRef split_sizes, int64_t d) const {
-  OpScope scope("split_with_sizes");
+  detail::OpNameScope scope("split_with_sizes");
   check_defined(*this, "split_with_sizes");
   EMBER_CHECK(dim() > 0, "[split_with_sizes] cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "split_with_sizes");
@@ -513,7 +513,7 @@ std::vector<Tensor> Tensor::split_with_sizes(IntArrayRef split_sizes, int64_t d)
 }
 
 std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
-  OpScope scope("chunk");
+  detail::OpNameScope scope("chunk");
   check_defined(*this, "chunk");
   EMBER_CHECK(chunks > 0, "[chunk] number of chunks must be positive, got ", chunks);
   EMBER_CHECK(dim() > 0, "[chunk] cannot be applied to a 0-dim tensor");
@@ -528,7 +528,7 @@ std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
 }
 
 std::vector<Tensor> Tensor::unbind(int64_t d) const {
-  OpScope scope("unbind");
+  detail::OpNameScope scope("unbind");
   check_defined(*this, "unbind");
   EMBER_CHECK(dim() > 0, "[unbind] cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "unbind");
