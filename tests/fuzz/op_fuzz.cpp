@@ -514,6 +514,7 @@ std::atomic<int64_t> g_call_start_ms{0};
 std::atomic<int64_t> g_call{-1};
 std::atomic<const char*> g_op{""};
 uint64_t g_seed = 0;
+int64_t g_returned = 0;  // calls whose op returned (the rest threw ember::Error)
 
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -549,6 +550,7 @@ bool run_call(const OpEntry& op, uint64_t seed, int64_t index, bool backward) {
     std::vector<Tensor> outs;
     try {
       op.body(c, outs);
+      ++g_returned;
     } catch (const Error&) {
     }
     if (backward) {
@@ -800,8 +802,9 @@ int main(int argc, char** argv) {
   }
   done = true;
   watchdog.join();
-  std::printf("[ember_fuzz] %lld calls in %.1f s, %zu of %zu ops reached, seed %llu: %s\n",
-              static_cast<long long>(calls), static_cast<double>(now_ms() - t0) / 1000.0, reached.size(), table.size(),
+  std::printf("[ember_fuzz] %lld calls (%lld returned, the rest threw ember::Error) in %.1f s, %zu of %zu ops "
+              "reached, seed %llu: %s\n",
+              static_cast<long long>(calls), static_cast<long long>(g_returned), static_cast<double>(now_ms() - t0) / 1000.0, reached.size(), table.size(),
               static_cast<unsigned long long>(seed), ok ? "no failures" : "FAILED");
   return ok ? 0 : 1;
 }
