@@ -57,7 +57,7 @@ sanitize: setup
 	  -DEMBER_NATIVE=$(NATIVE) -DEMBER_WERROR=$(WERROR) -DEMBER_BUILD_PARITY=OFF -DEMBER_BUILD_BENCH=OFF \
 	  $(CMAKE_FLAGS) > $(ASAN_DIR).configure.log 2>&1 || (cat $(ASAN_DIR).configure.log; exit 1)
 	@cmake --build $(ASAN_DIR) -j $(JOBS)
-	@cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1 ctest $(CTEST_FLAGS) -j $(JOBS) -E install
+	@cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 ctest $(CTEST_FLAGS) -j $(JOBS) -E install
 
 FUZZ_SECONDS ?= 3600
 FUZZ_FILE_SECONDS ?= 600
@@ -68,8 +68,8 @@ fuzz: setup
 	  $(CMAKE_FLAGS) > $(ASAN_DIR).configure.log 2>&1 || (cat $(ASAN_DIR).configure.log; exit 1)
 	@cmake --build $(ASAN_DIR) -j $(JOBS) --target ember_fuzz
 	@./$(ASAN_DIR)/tests/ember_fuzz --check-coverage .
-	@EMBER_FUZZ_SEED=$(FUZZ_SEED) ./$(ASAN_DIR)/tests/ember_fuzz --seconds $(FUZZ_SECONDS)
-	@EMBER_FUZZ_SEED=$(FUZZ_SEED) ./$(ASAN_DIR)/tests/ember_fuzz --files --seconds $(FUZZ_FILE_SECONDS)
+	@ASAN_OPTIONS=allocator_may_return_null=1 EMBER_FUZZ_SEED=$(FUZZ_SEED) ./$(ASAN_DIR)/tests/ember_fuzz --seconds $(FUZZ_SECONDS)
+	@ASAN_OPTIONS=allocator_may_return_null=1 EMBER_FUZZ_SEED=$(FUZZ_SEED) ./$(ASAN_DIR)/tests/ember_fuzz --files --seconds $(FUZZ_FILE_SECONDS)
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(BUILD_DIR).configure.log $(ASAN_DIR).configure.log

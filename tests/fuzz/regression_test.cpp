@@ -129,6 +129,21 @@ TEST(ConvHardening, HugeStride) {
   EXPECT_NE(std::string(e.message()).find("overflows int64"), std::string::npos) << e.what();
 }
 
+// Found by ember_fuzz (seed 1 under UBSan): the pooling output size overflowed int64.
+TEST(PoolHardening, HugeKernelDilationAndPadding) {
+  const Tensor x = randn({1, 1, 4, 4});
+  const Error e = CaughtError([&] { max_pool2d(x, {kMax}, {}, 0, 4); });
+  EXPECT_EQ(e.op(), "max_pool2d");
+  EXPECT_NE(std::string(e.message()).find("span more than 2^31"), std::string::npos) << e.what();
+  // A huge kernel with padding half its size once walked ~2^62 padded taps (a hang).
+  EXPECT_EQ(CaughtError([&] { avg_pool2d(x, {kMax}, {kMax}, kMax / 2); }).op(), "avg_pool2d");
+  EXPECT_EQ(CaughtError([&] { max_pool2d(x, {kMax}, {1}, kMax / 2, 1, true); }).op(), "max_pool2d");
+  // Large but supported windows over padding are computed (the first tap is found directly).
+  const Tensor y = max_pool2d(x, {int64_t{1} << 20}, {int64_t{1} << 20}, int64_t{1} << 19);
+  EXPECT_EQ(testing::Sizes(y), (testing::I64{1, 1, 1, 1}));
+  EXPECT_EQ(y.item<float>(), x.max().item<float>());
+}
+
 // ---- sizes that overflow or cannot be allocated ----
 
 TEST(SizeHardening, ChunkAndSplit) {
