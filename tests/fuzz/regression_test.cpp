@@ -182,6 +182,15 @@ TEST(SizeHardening, RepeatInterleaveChecksTheOutputFirst) {
   EXPECT_EQ(testing::Floats(tensor({1.0, 2.0}).repeat_interleave(2)), (testing::F32{1, 1, 2, 2}));
 }
 
+// Found by ember_fuzz (seed 2 under UBSan): a view's element count overflowed int64.
+TEST(SizeHardening, ViewsWhoseElementCountOverflows) {
+  const Error e = CaughtError([] { ones({1, 1}).expand({kMax, 5}); });
+  EXPECT_EQ(e.op(), "expand");
+  EXPECT_NE(std::string(e.message()).find("have more elements than fit in int64"), std::string::npos) << e.what();
+  EXPECT_EQ(CaughtError([] { ones({1}).as_strided({int64_t{1} << 62, 4}, {0, 0}); }).op(), "as_strided");
+  EXPECT_EQ(ones({1, 1}).expand({int64_t{1} << 40, 5}).numel(), int64_t{5} << 40);  // fits: still a view
+}
+
 TEST(SizeHardening, EmptyStridedSpanOverflow) {
   const Error e = CaughtError([] { empty_strided({3, 3}, {kMax, 1}); });
   EXPECT_EQ(e.op(), "empty_strided");

@@ -8,6 +8,7 @@
 #include "ember/autograd/functions.h"
 #include "ember/autograd/record.h"
 #include "ember/core/check.h"
+#include "ember/core/op_scope.h"
 #include "ember/core/op_name_scope.h"
 
 namespace ember {
@@ -137,6 +138,7 @@ bool compute_view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef ne
 }
 
 Tensor Tensor::view(IntArrayRef sizes) const {
+  detail::OpNameScope scope("view");
   check_defined(*this, "view");
   DimVector shape = infer_size(sizes, numel(), "view");
   DimVector st;
@@ -164,6 +166,7 @@ Tensor Tensor::reshape(IntArrayRef sizes) const {
 
 Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides,
                           std::optional<int64_t> storage_offset) const {
+  detail::OpNameScope scope("as_strided");
   check_defined(*this, "as_strided");
   EMBER_CHECK(sizes.size() == strides.size(), "[as_strided] mismatch in length of strides and shape: sizes ",
               sizes, " has ", sizes.size(), " dims but strides ", strides, " has ", strides.size());
@@ -246,6 +249,7 @@ Tensor Tensor::movedim(int64_t source, int64_t destination) const {
 }
 
 Tensor Tensor::expand(IntArrayRef sizes) const {
+  detail::OpNameScope scope("expand");
   check_defined(*this, "expand");
   const int64_t n = static_cast<int64_t>(sizes.size());
   const int64_t nd = dim();
