@@ -7,6 +7,7 @@
 #   make bench      build and run the benchmarks (ember vs PyTorch, same process)
 #   make bench-train  one epoch of the main job in ember and in PyTorch, side by side
 #   make sanitize   build with -fsanitize=address,undefined in build-asan/ and run the tests
+#   make fuzz       the op fuzzer under ASan+UBSan for FUZZ_SECONDS (default 3600), seed FUZZ_SEED
 #
 # Options: NATIVE=ON adds -march=native (not portable); WERROR=ON turns warnings into errors;
 # JOBS=N sets build parallelism; CMAKE_FLAGS=... passes anything else to CMake.
@@ -21,7 +22,7 @@ CTEST_FLAGS ?= --output-on-failure --timeout 900
 
 CONFIGURE = cmake -S . -DCMAKE_BUILD_TYPE=Release -DEMBER_NATIVE=$(NATIVE) -DEMBER_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
-.PHONY: all setup build test demo bench bench-train sanitize clean
+.PHONY: all setup build test demo bench bench-train sanitize fuzz clean
 
 all: build
 
@@ -57,7 +58,19 @@ sanitize: setup
 	  -DEMBER_NATIVE=$(NATIVE) -DEMBER_WERROR=$(WERROR) -DEMBER_BUILD_PARITY=OFF -DEMBER_BUILD_BENCH=OFF \
 	  $(CMAKE_FLAGS) > $(ASAN_DIR).configure.log 2>&1 || (cat $(ASAN_DIR).configure.log; exit 1)
 	@cmake --build $(ASAN_DIR) -j $(JOBS)
-	@cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1 ctest $(CTEST_FLAGS) -j $(JOBS) -E install
+	@cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 ctest $(CTEST_FLAGS) -j $(JOBS) -E install
+
+FUZZ_SECONDS ?= 3600
+FUZZ_FILE_SECONDS ?= 600
+FUZZ_SEED ?=
+fuzz: setup
+	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=address,undefined \
+	  -DEMBER_NATIVE=$(NATIVE) -DEMBER_BUILD_PARITY=OFF -DEMBER_BUILD_BENCH=OFF \
+	  $(CMAKE_FLAGS) > $(ASAN_DIR).configure.log 2>&1 || (cat $(ASAN_DIR).configure.log; exit 1)
+	@cmake --build $(ASAN_DIR) -j $(JOBS) --target ember_fuzz
+	@./$(ASAN_DIR)/tests/ember_fuzz --check-coverage .
+	@ASAN_OPTIONS=allocator_may_return_null=1 EMBER_FUZZ_SEED=$(FUZZ_SEED) ./$(ASAN_DIR)/tests/ember_fuzz --seconds $(FUZZ_SECONDS)
+	@ASAN_OPTIONS=allocator_may_return_null=1 EMBER_FUZZ_SEED=$(FUZZ_SEED) ./$(ASAN_DIR)/tests/ember_fuzz --files --seconds $(FUZZ_FILE_SECONDS)
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(BUILD_DIR).configure.log $(ASAN_DIR).configure.log

@@ -134,7 +134,7 @@ TEST(RNN, CellsMatchOneStepOfTheLayers) {
 TEST(RNN, ErrorsNameTheShapes) {
   nn::LSTM lstm(nn::LSTMOptions(3, 5).num_layers(2));
   std::string e = ErrorOf([&] { lstm->forward(randn({7, 2, 4})); });
-  EXPECT_NE(e.find("[nn.LSTM] input.size(-1) must be equal to input_size. Expected 3, got 4"), std::string::npos) << e;
+  EXPECT_NE(e.find("[lstm] input.size(-1) must be equal to input_size. Expected 3, got 4"), std::string::npos) << e;
   e = ErrorOf([&] { lstm->forward(randn({7, 2, 3}), nn::LSTMImpl::State{zeros({1, 2, 5}), zeros({2, 2, 5})}); });
   EXPECT_NE(e.find("expected hidden state h0 of sizes [2, 2, 5], got [1, 2, 5]"), std::string::npos) << e;
   e = ErrorOf([&] { lstm->forward(randn({2, 3, 4, 3})); });

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -719,6 +720,62 @@ print('OK')
   EXPECT_EQ(pi.item<double>(), 3.141592653589793);
   EXPECT_EQ(v.at("f.empty").to_tensor().sizes(), IntArrayRef({0, 2}));
   EXPECT_TRUE(v.at("ключ").to_tensor().equal(tensor({{0, 255}, {1, 2}}).to(kUInt8)));
+}
+
+
+// ---- loader limits (issue 13) ----
+
+TEST(LoadLimits, RefusesAFifoWithoutBlocking) {
+  TempDir dir;
+  const std::string path = dir.file("pipe.safetensors");
+  ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string msg = ErrorOf([&] { load(path); });
+  EXPECT_NE(msg.find("is not a regular file"), std::string::npos) << msg;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5));
+}
+
+TEST(LoadLimits, IntegersBeyondInt64AndNonFiniteNumbersAreErrors) {
+  EXPECT_THROW(json::parse("9223372036854775808", 10, 10), json::ParseError);
+  EXPECT_THROW(json::parse("-9223372036854775809", 10, 10), json::ParseError);
+  EXPECT_THROW(json::parse("1e999", 10, 10), json::ParseError);
+  EXPECT_THROW(json::parse("-1e999", 10, 10), json::ParseError);
+  EXPECT_EQ(json::parse("9223372036854775807", 10, 10).i, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(json::parse("1e-999", 10, 10).d, 0.0);  // underflow rounds to zero, as the format allows
+  // In a file: a data offset beyond int64 is refused, not rounded.
+  TempDir dir;
+  const std::string path = dir.file("big.safetensors");
+  WriteBytes(path, Safetensors(R"({"x":{"dtype":"F32","shape":[1],"data_offsets":[0,18446744073709551620]}})",
+                               std::string(4, '\0')));
+  const std::string msg = ErrorOf([&] { load(path); });
+  EXPECT_NE(msg.find("does not fit in int64"), std::string::npos) << msg;
+  WriteBytes(path, Safetensors(R"({"__metadata__":{"a":"b"},"x":{"dtype":"F32","shape":[1e999],"data_offsets":[0,4]}})",
+                               std::string(4, '\0')));
+  const std::string msg2 = ErrorOf([&] { load(path); });
+  EXPECT_NE(msg2.find("outside the range of a double"), std::string::npos) << msg2;
+}
+
+TEST(LoadLimits, StaleTemporariesGoAtTheNextAttemptEvenAFailedOne) {
+  TempDir dir;
+  // A temporary left by a process that is gone: fork a child that exits at once.
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  int status = 0;
+  ASSERT_EQ(waitpid(dead, &status, 0), dead);
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
+  std::string h(host[0] ? host : "localhost");
+  for (char& ch : h) {
+    if (ch == '/') ch = '_';
+  }
+  const std::string stale = ".ckpt.safetensors.ember-tmp." + h + "." + std::to_string(dead) + ".0";
+  WriteBytes(dir.file(stale), std::string(1024, 'x'));
+  // The target is a directory, so this save fails at the rename, after its clean-up.
+  fs::create_directory(dir.file("ckpt.safetensors"));
+  fs::create_directory(dir.file("ckpt.safetensors/keep"));
+  EXPECT_NE(ErrorOf([&] { save(Value(int64_t{1}), dir.file("ckpt.safetensors")); }), "");
+  EXPECT_EQ(dir.entries().count(stale), 0u) << "the stale temporary of a killed save survived a new attempt";
+  EXPECT_EQ(dir.entries().count("ckpt.safetensors"), 1u);
 }
 
 }  // namespace

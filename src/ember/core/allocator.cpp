@@ -1,8 +1,11 @@
 #include "ember/core/allocator.h"
 
 #include <atomic>
+#include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
+#include <string>
 #include <new>
 #include <unordered_map>
 #include <vector>
@@ -100,20 +103,41 @@ BlockCache& block_cache() {
   return *cache;
 }
 
+// "8.0 TiB": a byte count for people.
+std::string human_bytes(size_t n) {
+  static const char* const kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  double v = static_cast<double>(n);
+  int u = 0;
+  while (v >= 1024.0 && u < 6) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  if (u == 0) {
+    std::snprintf(buf, sizeof(buf), "%zu bytes", n);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%.1f %s", v, kUnits[u]);
+  }
+  return buf;
+}
+
 class CpuAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes) override {
     if (nbytes == 0) return DataPtr(nullptr, nullptr, nullptr, Device(kCPU));
     size_t padded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
-    EMBER_CHECK(padded >= nbytes, "[allocate] cannot allocate ", nbytes, " bytes: size overflows");
+    EMBER_CHECK(padded >= nbytes && nbytes <= static_cast<size_t>(INT64_MAX), "[allocate] cannot allocate ",
+                human_bytes(nbytes), " (", nbytes, " bytes): the size overflows");
     void* p = nullptr;
     if (padded >= kCacheMin) {
       padded = (padded + kCacheGranule - 1) / kCacheGranule * kCacheGranule;
       p = block_cache().take(padded);
     }
     if (!p) p = std::aligned_alloc(kCpuAlignment, padded);
-    EMBER_CHECK(p != nullptr, "[allocate] out of memory: failed to allocate ", nbytes,
-                " bytes on cpu (", memory_allocated(), " bytes already held by tensors)");
+    // The [allocate] prefix becomes the op the user called (Note [Errors name the op the user called]).
+    EMBER_CHECK(p != nullptr, "[allocate] cannot allocate ", human_bytes(nbytes), " (", nbytes,
+                " bytes) on cpu: out of memory (", human_bytes(static_cast<size_t>(memory_allocated())),
+                " already held by tensors)");
     Counters& c = cpu_counters();
     int64_t now = c.allocated.fetch_add(static_cast<int64_t>(nbytes), std::memory_order_relaxed) +
                   static_cast<int64_t>(nbytes);

@@ -9,6 +9,7 @@ namespace ember {
 
 namespace detail {
 std::atomic<int> g_op_observer_count{0};
+constinit thread_local const char* tl_outermost_op = nullptr;
 }
 
 namespace {

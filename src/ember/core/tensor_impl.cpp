@@ -70,7 +70,10 @@ void TensorImpl::refresh() {
       n = 0;
       break;
     }
-    n *= s;
+    // A view can claim any sizes (expand, as_strided): refuse those whose element count
+    // int64 cannot hold, before anything multiplies it.
+    EMBER_CHECK(!__builtin_mul_overflow(n, s, &n), "[tensor] sizes ", IntArrayRef(sizes_),
+                " have more elements than fit in int64");
   }
   numel_ = n;
   is_contiguous_ = compute_contiguous(sizes_, strides_);

@@ -2,6 +2,7 @@
 
 #include "ember/autograd/grad_mode.h"
 #include "ember/core/check.h"
+#include "ember/core/op_scope.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/linalg.h"
 #include "ember/ops/pointwise.h"
@@ -9,12 +10,14 @@
 namespace ember::nn::functional {
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  OpScope scope("linear");
   return ember::linear(input, weight, bias);
 }
 
 Tensor relu(const Tensor& input) { return input.relu(); }
 
 Tensor leaky_relu(const Tensor& input, double negative_slope) {
+  OpScope scope("leaky_relu");
   EMBER_CHECK(input.defined(), "[leaky_relu] called with an undefined tensor");
   return ember::leaky_relu(input, negative_slope);
 }
@@ -27,6 +30,7 @@ Tensor softmax(const Tensor& input, int64_t dim) { return input.softmax(dim); }
 Tensor log_softmax(const Tensor& input, int64_t dim) { return input.log_softmax(dim); }
 
 Tensor dropout(const Tensor& input, double p, bool training) {
+  OpScope scope("dropout");
   EMBER_CHECK(p >= 0 && p <= 1, "[dropout] probability has to be between 0 and 1, but got ", p);
   EMBER_CHECK(input.defined(), "[dropout] called with an undefined tensor");
   if (!training || p == 0) return input;

@@ -1,6 +1,7 @@
 #include "ember/nn/loss.h"
 
 #include "ember/core/check.h"
+#include "ember/core/op_scope.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/index.h"
 #include "ember/ops/pointwise.h"
@@ -49,17 +50,20 @@ Tensor classes_last(const Tensor& input) {
 }  // namespace
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction r) {
+  OpScope scope("mse_loss");
   check_same_size(input, target, "mse_loss");
   Tensor d = input - target;
   return reduce(d * d, r, "mse_loss");
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction r) {
+  OpScope scope("l1_loss");
   check_same_size(input, target, "l1_loss");
   return reduce((input - target).abs(), r, "l1_loss");
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction r, double beta) {
+  OpScope scope("smooth_l1_loss");
   check_same_size(input, target, "smooth_l1_loss");
   EMBER_CHECK(beta >= 0, "[smooth_l1_loss] beta must be non-negative, got ", beta);
   Tensor d = (input - target).abs();
@@ -68,6 +72,7 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction r, do
 }
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction r, double delta) {
+  OpScope scope("huber_loss");
   check_same_size(input, target, "huber_loss");
   EMBER_CHECK(delta > 0, "[huber_loss] delta must be positive, got ", delta);
   Tensor d = (input - target).abs();
@@ -75,6 +80,7 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction r, double
 }
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index, Reduction r) {
+  OpScope scope("nll_loss");
   EMBER_CHECK(input.defined() && target.defined(), "[nll_loss] called with an undefined tensor");
   EMBER_CHECK(target.dtype() == kInt64 || target.dtype() == kInt32, "[nll_loss] expected class indices of dtype int64 ",
               "as target, got ", target.dtype(), " (for probabilities use cross_entropy with a floating target)");
@@ -112,6 +118,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                      Reduction r, double label_smoothing) {
+  OpScope scope("cross_entropy");
   EMBER_CHECK(input.defined() && target.defined(), "[cross_entropy] called with an undefined tensor");
   EMBER_CHECK(label_smoothing >= 0 && label_smoothing <= 1,
               "[cross_entropy] label_smoothing must be between 0.0 and 1.0, got ", label_smoothing);
@@ -169,6 +176,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
 }
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction r) {
+  OpScope scope("binary_cross_entropy");
   check_same_size(input, target, "binary_cross_entropy");
   EMBER_CHECK(((input >= 0).logical_and(input <= 1)).all().item<bool>(),
               "[binary_cross_entropy] all elements of input should be between 0 and 1 (apply sigmoid, or use "
@@ -181,6 +189,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
                                         const Tensor& pos_weight, Reduction r) {
+  OpScope scope("binary_cross_entropy_with_logits");
   check_same_size(input, target, "binary_cross_entropy_with_logits");
   // log(1 + exp(-|x|)) + max(-x, 0) = -log(sigmoid(x)), computed without overflow.
   Tensor log_sig_neg = (-input.abs()).exp().log1p() + (-input).clamp_min(0);
@@ -196,6 +205,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 }
 
 Tensor kl_div(const Tensor& input, const Tensor& target, Reduction r, bool log_target) {
+  OpScope scope("kl_div");
   EMBER_CHECK(input.defined() && target.defined(), "[kl_div] called with an undefined tensor");
   Tensor loss;
   if (log_target) {

@@ -3,6 +3,7 @@
 
 #include "ember/ops/conv.h"
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -146,8 +147,12 @@ Tensor convolution(const char* op, const Tensor& input, const Tensor& weight, co
     DimVector padded(in_sp), eff(kernel);
     bool fits = true;
     for (size_t d = 0; d < padded.size(); ++d) {
-      padded[d] = in_sp[d] + 2 * padding[d];
-      eff[d] = dilation[d] * (kernel[d] - 1) + 1;
+      const bool overflow = __builtin_mul_overflow(padding[d], int64_t{2}, &padded[d]) ||
+                            __builtin_add_overflow(padded[d], in_sp[d], &padded[d]) ||
+                            __builtin_mul_overflow(dilation[d], kernel[d] - 1, &eff[d]) ||
+                            __builtin_add_overflow(eff[d], int64_t{1}, &eff[d]);
+      EMBER_CHECK(!overflow, "[", op, "] input size ", in_sp[d], " with padding ", padding[d], ", kernel size ",
+                  kernel[d], " and dilation ", dilation[d], " overflows int64");
       fits = fits && padded[d] >= eff[d];
       out_sp[d] = fits ? (padded[d] - eff[d]) / stride[d] + 1 : 0;
     }
@@ -156,7 +161,12 @@ Tensor convolution(const char* op, const Tensor& input, const Tensor& weight, co
                 ". Kernel size can't be greater than actual input size; pad the input or use a smaller kernel");
   } else {
     for (size_t d = 0; d < in_sp.size(); ++d) {
-      out_sp[d] = (in_sp[d] - 1) * stride[d] - 2 * padding[d] + dilation[d] * (kernel[d] - 1) + out_pad[d] + 1;
+      // Summed in 128 bits: every term fits in int64, so the sum cannot overflow here.
+      const __int128 o = static_cast<__int128>(in_sp[d] - 1) * stride[d] - static_cast<__int128>(2) * padding[d] +
+                         static_cast<__int128>(dilation[d]) * (kernel[d] - 1) + out_pad[d] + 1;
+      EMBER_CHECK(o <= INT64_MAX, "[", op, "] the output size computed from input ", input.sizes(), ", kernel ",
+                  size_str(kernel), ", stride, padding, dilation and output_padding overflows int64");
+      out_sp[d] = o < 0 ? 0 : static_cast<int64_t>(o);
     }
     bool positive = true;
     for (int64_t s : out_sp) positive = positive && s > 0;

@@ -5,6 +5,7 @@
 
 #include "ember/autograd/autograd_meta.h"
 #include "ember/core/check.h"
+#include "ember/core/op_name_scope.h"
 #include "ember/kernels/cpu/dispatch.h"
 #include "ember/kernels/cpu/kernels.h"
 
@@ -43,6 +44,7 @@ DType value_dtype(const Scalar& v, const TensorOptions& options) {
 }  // namespace
 
 Tensor empty(IntArrayRef sizes, const TensorOptions& options) {
+  detail::OpNameScope scope("empty");
   const int64_t n = checked_numel(sizes, "empty");
   const DType dt = options.dtype();
   const size_t es = element_size(dt);
@@ -54,21 +56,27 @@ Tensor empty(IntArrayRef sizes, const TensorOptions& options) {
 }
 
 Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, const TensorOptions& options) {
+  detail::OpNameScope scope("empty_strided");
   EMBER_CHECK(sizes.size() == strides.size(), "[empty_strided] sizes ", sizes, " and strides ",
               strides, " must have the same length");
   const int64_t n = checked_numel(sizes, "empty_strided");
   int64_t span = n == 0 ? 0 : 1;
   for (size_t i = 0; i < sizes.size() && n > 0; ++i) {
     EMBER_CHECK(strides[i] >= 0, "[empty_strided] negative strides are not supported: ", strides);
-    span += (sizes[i] - 1) * strides[i];
+    int64_t reach = 0;
+    EMBER_CHECK(!__builtin_mul_overflow(sizes[i] - 1, strides[i], &reach) && !__builtin_add_overflow(span, reach, &span),
+                "[empty_strided] sizes ", sizes, " with strides ", strides, " address more elements than fit in int64");
   }
   const DType dt = options.dtype();
+  EMBER_CHECK(static_cast<uint64_t>(span) <= SIZE_MAX / element_size(dt), "[empty_strided] sizes ", sizes,
+              " with strides ", strides, " need more bytes than this machine can address");
   Storage storage = make_storage(static_cast<size_t>(span) * element_size(dt), options.device());
   Tensor t(IntrusivePtr<TensorImpl>::make(std::move(storage), dt, sizes, strides, 0));
   return finish(std::move(t), options);
 }
 
 Tensor zeros(IntArrayRef sizes, const TensorOptions& options) {
+  detail::OpNameScope scope("zeros");
   Tensor t = empty(sizes, options.requires_grad(false));
   const size_t bytes = t.nbytes();
   if (bytes) std::memset(t.data_ptr(), 0, bytes);  // all-zero bits are 0 in every dtype
@@ -76,11 +84,13 @@ Tensor zeros(IntArrayRef sizes, const TensorOptions& options) {
 }
 
 Tensor ones(IntArrayRef sizes, const TensorOptions& options) {
+  detail::OpNameScope scope("ones");
   // options.dtype() resolves to the default dtype, so the integer 1 does not make it int64.
   return full(sizes, 1, options.dtype(options.dtype()));
 }
 
 Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options) {
+  detail::OpNameScope scope("full");
   Tensor t = empty(sizes, options.dtype(value_dtype(value, options)).requires_grad(false));
   kernels::cpu::fill(t, value);
   return finish(std::move(t), options);
@@ -107,10 +117,12 @@ Tensor full_like(const Tensor& t, const Scalar& value, const TensorOptions& opti
 Tensor arange(const Scalar& end, const TensorOptions& options) { return arange(0, end, 1, options); }
 
 Tensor arange(const Scalar& start, const Scalar& end, const TensorOptions& options) {
+  detail::OpNameScope scope("arange");
   return arange(start, end, 1, options);
 }
 
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& options) {
+  detail::OpNameScope scope("arange");
   const bool all_int = !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
   const DType dt = options.has_dtype() ? options.dtype() : (all_int ? kInt64 : get_default_dtype());
   const double s = start.to_double(), e = end.to_double(), st = step.to_double();
@@ -122,7 +134,13 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
   int64_t n;
   if (all_int) {
     const int64_t si = start.to_long(), ei = end.to_long(), sti = step.to_long();
-    n = sti > 0 ? (ei - si + sti - 1) / sti : (si - ei + (-sti) - 1) / (-sti);
+    // In 128 bits: ei - si spans up to 2^64 - 1 (arange(INT64_MIN, INT64_MAX)).
+    const __int128 span = sti > 0 ? static_cast<__int128>(ei) - si : static_cast<__int128>(si) - ei;
+    const __int128 st = sti > 0 ? static_cast<__int128>(sti) : -static_cast<__int128>(sti);
+    const __int128 len = span == 0 ? 0 : (span - 1) / st + 1;
+    EMBER_CHECK(len <= INT64_MAX, "[arange] the range ", start, " -> ", end, " in steps of ", step,
+                " has ", static_cast<double>(len), " elements, more than int64 can count");
+    n = static_cast<int64_t>(len);
   } else {
     const double len = std::ceil((e - s) / st);
     EMBER_CHECK(len < 9.0e18, "[arange] the range ", s, " -> ", e, " in steps of ", st,
@@ -145,6 +163,7 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
 }
 
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& options) {
+  detail::OpNameScope scope("linspace");
   EMBER_CHECK(steps >= 0, "[linspace] number of steps must be non-negative, got ", steps);
   const DType dt = options.dtype();
   Tensor t = empty({steps}, options.dtype(dt).requires_grad(false));
@@ -174,6 +193,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const Ten
 Tensor eye(int64_t n, const TensorOptions& options) { return eye(n, n, options); }
 
 Tensor eye(int64_t n, int64_t m, const TensorOptions& options) {
+  detail::OpNameScope scope("eye");
   EMBER_CHECK(n >= 0 && m >= 0, "[eye] n and m must be non-negative, got n = ", n, ", m = ", m);
   Tensor t = zeros({n, m}, options.requires_grad(false));
   if (n > 0 && m > 0) t.diagonal().fill_(1);

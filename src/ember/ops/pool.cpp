@@ -19,17 +19,20 @@ namespace {
 
 using kernels::cpu::PoolGeometry;
 
-int64_t div_floor(int64_t a, int64_t b) {
-  const int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
-
 // PyTorch's pooling_output_shape: with ceil_mode the last window must start inside the
 // input or its left padding.
+// Computed in 128 bits: kernel sizes, strides and dilations near INT64_MAX must give a
+// clean "too small" error, not signed overflow.
 int64_t pool_out(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dil, bool ceil_mode) {
-  int64_t out = div_floor(in + 2 * pad - dil * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0), stride) + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
-  return out;
+  using Wide = __int128;
+  const Wide num = Wide(in) + Wide(2) * pad - Wide(dil) * (k - 1) - 1 + (ceil_mode ? Wide(stride) - 1 : Wide(0));
+  Wide out = num / stride;
+  if (num % stride != 0 && num < 0) --out;  // floor division (stride > 0)
+  out += 1;
+  if (ceil_mode && (out - 1) * stride >= Wide(in) + pad) --out;
+  if (out > INT64_MAX) return INT64_MAX;
+  if (out < INT64_MIN) return INT64_MIN;
+  return static_cast<int64_t>(out);
 }
 
 int64_t pick(IntArrayRef v, size_t i) { return v.size() == 1 ? v[0] : v[i]; }
@@ -73,6 +76,14 @@ PoolGeometry window_geometry(const char* op, const Tensor& input, IntArrayRef ke
   EMBER_CHECK(g.pad_h >= 0 && g.pad_w >= 0 && g.pad_h <= g.kernel_h / 2 && g.pad_w <= g.kernel_w / 2, "[", op,
               "] padding must be non-negative and at most half of the kernel size, got padding ", padding,
               " for kernel_size ", kernel);
+  // Windows are walked with int64 products of extents (avg pool's divisor is kh * kw), so the
+  // dilated kernel and the padded input must stay below 2^31 per dim.
+  constexpr int64_t kMaxExtent = int64_t{1} << 31;
+  const bool small = g.kernel_h < kMaxExtent && g.kernel_w < kMaxExtent && g.dil_h < kMaxExtent &&
+                     g.dil_w < kMaxExtent && g.pad_h < kMaxExtent && g.pad_w < kMaxExtent &&
+                     g.dil_h * (g.kernel_h - 1) < kMaxExtent && g.dil_w * (g.kernel_w - 1) < kMaxExtent;
+  EMBER_CHECK(small, "[", op, "] kernel_size ", kernel, ", padding ", padding, " and dilation ", dilation,
+              " span more than 2^31 elements per dim, which is not supported");
   g.out_h = pool_out(g.in_h, g.kernel_h, g.pad_h, g.stride_h, g.dil_h, ceil_mode);
   g.out_w = pool_out(g.in_w, g.kernel_w, g.pad_w, g.stride_w, g.dil_w, ceil_mode);
   EMBER_CHECK(g.out_h >= 1 && g.out_w >= 1, "[", op, "] given input size (", g.in_h, " x ", g.in_w,

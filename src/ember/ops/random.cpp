@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "ember/core/check.h"
+#include "ember/core/op_name_scope.h"
 #include "ember/kernels/cpu/dispatch.h"
 #include "ember/kernels/cpu/kernels.h"
 #include "ember/ops/creation.h"
@@ -43,6 +44,7 @@ Tensor& fill_random(Tensor& self, const char* op, Fill fill) {
 }  // namespace
 
 Tensor& Tensor::uniform_(double from, double to, Generator gen) {
+  detail::OpNameScope scope("uniform_");
   EMBER_CHECK(is_floating_point(), "[uniform_] expected a floating-point tensor, got dtype ", dtype());
   EMBER_CHECK(from <= to, "[uniform_] expects to return a [from, to) range, but found from=", from,
               " > to=", to);
@@ -53,6 +55,7 @@ Tensor& Tensor::uniform_(double from, double to, Generator gen) {
 }
 
 Tensor& Tensor::normal_(double mean, double std, Generator gen) {
+  detail::OpNameScope scope("normal_");
   EMBER_CHECK(is_floating_point(), "[normal_] expected a floating-point tensor, got dtype ", dtype());
   EMBER_CHECK(std >= 0.0, "[normal_] expects std >= 0.0, but found std ", std);
   return fill_random(*this, "normal_", [&](const Tensor& t) {
@@ -61,6 +64,7 @@ Tensor& Tensor::normal_(double mean, double std, Generator gen) {
 }
 
 Tensor& Tensor::bernoulli_(double p, Generator gen) {
+  detail::OpNameScope scope("bernoulli_");
   EMBER_CHECK(p >= 0.0 && p <= 1.0, "[bernoulli_] expects 0 <= p <= 1, but got p = ", p);
   return fill_random(*this, "bernoulli_", [&](const Tensor& t) {
     kernels::cpu::bernoulli(t, p, reserve(gen, t.numel(), kernels::cpu::random_values_per_block(t.dtype())));
@@ -68,6 +72,7 @@ Tensor& Tensor::bernoulli_(double p, Generator gen) {
 }
 
 Tensor& Tensor::random_(int64_t from, int64_t to, Generator gen) {
+  detail::OpNameScope scope("random_");
   EMBER_CHECK(from < to, "[random_] expects 'from' to be less than 'to', but got from=", from,
               " >= to=", to);
   // Every value in [from, to) must be representable in the tensor's dtype.
@@ -93,6 +98,7 @@ Tensor& Tensor::random_(int64_t from, int64_t to, Generator gen) {
 Tensor rand(IntArrayRef sizes, const TensorOptions& options) { return rand(sizes, Generator(), options); }
 
 Tensor rand(IntArrayRef sizes, Generator gen, const TensorOptions& options) {
+  detail::OpNameScope scope("rand");
   Tensor t = empty(sizes, options.requires_grad(false));
   t.uniform_(0.0, 1.0, gen);
   if (options.requires_grad()) t.requires_grad_(true);
@@ -102,6 +108,7 @@ Tensor rand(IntArrayRef sizes, Generator gen, const TensorOptions& options) {
 Tensor randn(IntArrayRef sizes, const TensorOptions& options) { return randn(sizes, Generator(), options); }
 
 Tensor randn(IntArrayRef sizes, Generator gen, const TensorOptions& options) {
+  detail::OpNameScope scope("randn");
   Tensor t = empty(sizes, options.requires_grad(false));
   t.normal_(0.0, 1.0, gen);
   if (options.requires_grad()) t.requires_grad_(true);
@@ -109,6 +116,7 @@ Tensor randn(IntArrayRef sizes, Generator gen, const TensorOptions& options) {
 }
 
 Tensor normal(double mean, double std, IntArrayRef sizes, Generator gen, const TensorOptions& options) {
+  detail::OpNameScope scope("normal");
   Tensor t = empty(sizes, options.requires_grad(false));
   t.normal_(mean, std, gen);
   if (options.requires_grad()) t.requires_grad_(true);
@@ -116,14 +124,17 @@ Tensor normal(double mean, double std, IntArrayRef sizes, Generator gen, const T
 }
 
 Tensor randint(int64_t high, IntArrayRef sizes, const TensorOptions& options) {
+  detail::OpNameScope scope("randint");
   return randint(0, high, sizes, Generator(), options);
 }
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, const TensorOptions& options) {
+  detail::OpNameScope scope("randint");
   return randint(low, high, sizes, Generator(), options);
 }
 
 Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, Generator gen, const TensorOptions& options) {
+  detail::OpNameScope scope("randint");
   Tensor t = empty(sizes, options.dtype(options.dtype_or(kInt64)));
   t.random_(low, high, gen);
   return t;
@@ -132,6 +143,7 @@ Tensor randint(int64_t low, int64_t high, IntArrayRef sizes, Generator gen, cons
 Tensor randperm(int64_t n, const TensorOptions& options) { return randperm(n, Generator(), options); }
 
 Tensor randperm(int64_t n, Generator gen, const TensorOptions& options) {
+  detail::OpNameScope scope("randperm");
   EMBER_CHECK(n >= 0, "[randperm] n must be non-negative, got ", n);
   const DType dt = options.dtype_or(kInt64);
   EMBER_CHECK(dt != kBool, "[randperm] dtype bool cannot hold a permutation");
@@ -141,7 +153,9 @@ Tensor randperm(int64_t n, Generator gen, const TensorOptions& options) {
   }
   // Fisher-Yates, one Philox block per step, always on one thread so the permutation
   // depends only on the generator state.
-  std::vector<int64_t> perm(static_cast<size_t>(n));
+  // The result is allocated first, so a huge n is refused as ember::Error before any work.
+  Tensor perm_t = empty({n}, TensorOptions(kInt64));
+  int64_t* perm = perm_t.data_ptr<int64_t>();
   for (int64_t i = 0; i < n; ++i) perm[i] = i;
   if (n > 1) {
     Tensor r = empty({n - 1}, TensorOptions(kInt64));
@@ -153,7 +167,9 @@ Tensor randperm(int64_t n, Generator gen, const TensorOptions& options) {
       std::swap(perm[i], perm[j]);
     }
   }
-  return tensor(perm, options.dtype(dt));
+  Tensor out = perm_t.to(dt);
+  if (options.requires_grad()) out.requires_grad_();
+  return out;
 }
 
 }  // namespace ember

@@ -308,17 +308,43 @@ Tensor repeat_impl(const Tensor& t, IntArrayRef repeats, const char* op) {
 
 // Repeats slice j of `in` along dim counts[j] times (counts.size() == in.size(dim)).
 Tensor repeat_counts(const Tensor& in, int64_t dim, const std::vector<int64_t>& counts) {
-  IndexMaps maps = identity_maps(in.sizes());
   int64_t total = 0;
   for (int64_t c : counts) {
     EMBER_CHECK(c <= std::numeric_limits<int64_t>::max() - total,
                 "[repeat_interleave] the total number of repeats overflows int64");
     total += c;
   }
+  // The output is allocated (or refused) before the index maps, which grow with it.
+  DimVector sizes(in.sizes());
+  sizes[dim] = total;
+  Tensor out = empty(sizes, TensorOptions(in.dtype()));
+  IndexMaps maps = identity_maps(in.sizes());
   DimMap m;
   for (size_t j = 0; j < counts.size(); ++j) m.push(static_cast<int64_t>(j), counts[j], 0);
   maps[dim] = m;
-  return gather_new(in, maps);
+  gather_separable(out, in, maps);
+  if (autograd::needs_grad(in)) {
+    EMBER_CHECK(total <= (int64_t{1} << 31) || out.numel() > 0, "[repeat_interleave] an empty result with ",
+                total, " repeats along dim ", dim, " is too large to differentiate");
+    autograd::fn::gather_maps(g_gather_name, in, out, expand_maps(maps, in.sizes()));
+  }
+  return out;
+}
+
+// Scalar repeats: the counts list has one entry per input row, so the output size is
+// checked first (an expanded input may have 2^40 rows in no memory at all).
+Tensor repeat_scalar(const Tensor& in, int64_t dim, int64_t repeats) {
+  EMBER_CHECK(repeats >= 0, "[repeat_interleave] repeats can not be negative, got ", repeats);
+  const int64_t rows = in.sizes()[dim];
+  int64_t total = 0;
+  EMBER_CHECK(!__builtin_mul_overflow(rows, repeats, &total), "[repeat_interleave] repeating ", rows, " rows ",
+              repeats, " times overflows int64");
+  DimVector sizes(in.sizes());
+  sizes[dim] = total;
+  { Tensor probe = empty(sizes, TensorOptions(in.dtype())); }  // refuses outputs that cannot exist
+  EMBER_CHECK(rows <= (int64_t{1} << 31), "[repeat_interleave] input dim ", dim, " has ", rows,
+              " rows; at most 2^31 are supported");
+  return repeat_counts(in, dim, std::vector<int64_t>(static_cast<size_t>(rows), repeats));
 }
 
 // The input of repeat_interleave and the dim it works on: flattened when dim is not given.
@@ -597,7 +623,7 @@ Tensor repeat_interleave(const Tensor& t, int64_t repeats, std::optional<int64_t
   EMBER_CHECK(repeats >= 0, "[repeat_interleave] repeats can not be negative, got ", repeats);
   auto [in, d] = interleave_input(t, dim);
   GatherName gather_name("IndexSelectBackward0");
-  return repeat_counts(in, d, std::vector<int64_t>(in.sizes()[d], repeats));
+  return repeat_scalar(in, d, repeats);
 }
 
 Tensor tril(const Tensor& t, int64_t diagonal) {
@@ -694,7 +720,8 @@ Tensor Tensor::repeat_interleave(const Tensor& repeats, std::optional<int64_t> d
   const int64_t size = in.sizes()[d];
   std::vector<int64_t> counts;
   if (repeats.dim() == 0 || (repeats.dim() == 1 && repeats.sizes()[0] == 1)) {
-    counts.assign(size, repeats.to_vector<int64_t>()[0]);
+    GatherName gather_name("IndexSelectBackward0");
+    return repeat_scalar(in, d, repeats.to_vector<int64_t>()[0]);
   } else {
     EMBER_CHECK(repeats.dim() == 1,
                 "[repeat_interleave] repeats must be 0-dim or 1-dim tensor, got sizes ",
@@ -703,6 +730,8 @@ Tensor Tensor::repeat_interleave(const Tensor& repeats, std::optional<int64_t> d
                 "[repeat_interleave] repeats must have the same size as input along dim: "
                 "repeats has ", repeats.sizes()[0], " elements, input has size ", size,
                 " at dim ", d);
+    EMBER_CHECK(size <= (int64_t{1} << 31), "[repeat_interleave] input dim ", d, " has ", size,
+                " rows; at most 2^31 are supported");
     counts = repeats.to_vector<int64_t>();
   }
   for (int64_t c : counts) {

@@ -8,10 +8,21 @@
 #include "ember/autograd/functions.h"
 #include "ember/autograd/record.h"
 #include "ember/core/check.h"
+#include "ember/core/op_scope.h"
+#include "ember/core/op_name_scope.h"
 
 namespace ember {
 
 namespace {
+
+// split, chunk and unbind return one tensor per piece; a list this long costs gigabytes of
+// tensor headers (and minutes), so it is refused up front rather than failing in std::vector.
+constexpr int64_t kMaxPieces = int64_t{1} << 24;
+
+void check_piece_count(int64_t n, const char* op) {
+  EMBER_CHECK(n <= kMaxPieces, "[", op, "] would return ", n, " tensors; at most ", kMaxPieces,
+              " are supported");
+}
 
 // Every view remembers its base (the tensor that is not itself a view), so autograd can
 // rewrite the base's history when the view is modified in place (Note [In-place on a view]).
@@ -127,6 +138,7 @@ bool compute_view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef ne
 }
 
 Tensor Tensor::view(IntArrayRef sizes) const {
+  detail::OpNameScope scope("view");
   check_defined(*this, "view");
   DimVector shape = infer_size(sizes, numel(), "view");
   DimVector st;
@@ -140,6 +152,7 @@ Tensor Tensor::view(IntArrayRef sizes) const {
 }
 
 Tensor Tensor::reshape(IntArrayRef sizes) const {
+  detail::OpNameScope scope("reshape");
   check_defined(*this, "reshape");
   DimVector shape = infer_size(sizes, numel(), "reshape");
   DimVector st;
@@ -153,6 +166,7 @@ Tensor Tensor::reshape(IntArrayRef sizes) const {
 
 Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides,
                           std::optional<int64_t> storage_offset) const {
+  detail::OpNameScope scope("as_strided");
   check_defined(*this, "as_strided");
   EMBER_CHECK(sizes.size() == strides.size(), "[as_strided] mismatch in length of strides and shape: sizes ",
               sizes, " has ", sizes.size(), " dims but strides ", strides, " has ", strides.size());
@@ -235,6 +249,7 @@ Tensor Tensor::movedim(int64_t source, int64_t destination) const {
 }
 
 Tensor Tensor::expand(IntArrayRef sizes) const {
+  detail::OpNameScope scope("expand");
   check_defined(*this, "expand");
   const int64_t n = static_cast<int64_t>(sizes.size());
   const int64_t nd = dim();
@@ -450,6 +465,7 @@ Tensor Tensor::diagonal(int64_t offset, int64_t dim1, int64_t dim2) const {
 }
 
 std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
+  detail::OpNameScope scope("split");
   check_defined(*this, "split");
   EMBER_CHECK(dim() > 0, "[split] cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "split");
@@ -457,7 +473,8 @@ std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
   EMBER_CHECK(split_size >= 0, "[split] split_size must be non-negative, got ", split_size);
   EMBER_CHECK(split_size > 0 || size == 0, "[split] split_size can only be 0 if dimension size is 0, but got dimension size ",
               size);
-  const int64_t n = split_size == 0 ? 1 : std::max<int64_t>((size + split_size - 1) / split_size, 1);
+  const int64_t n = split_size == 0 ? 1 : std::max<int64_t>((size - 1) / split_size + 1, 1);
+  check_piece_count(n, "split");
   const bool grad = autograd::needs_grad(*this);
   std::vector<Tensor> out;
   out.reserve(n);
@@ -473,13 +490,15 @@ std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
 }
 
 std::vector<Tensor> Tensor::split_with_sizes(IntArrayRef split_sizes, int64_t d) const {
+  detail::OpNameScope scope("split_with_sizes");
   check_defined(*this, "split_with_sizes");
   EMBER_CHECK(dim() > 0, "[split_with_sizes] cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "split_with_sizes");
   int64_t total = 0;
   for (int64_t s : split_sizes) {
     EMBER_CHECK(s >= 0, "[split_with_sizes] split sizes must be non-negative, got ", split_sizes);
-    total += s;
+    EMBER_CHECK(!__builtin_add_overflow(total, s, &total), "[split_with_sizes] split sizes ", split_sizes,
+                " sum to more than int64 can hold");
   }
   EMBER_CHECK(total == sizes()[d], "[split_with_sizes] split sizes ", split_sizes, " sum to ", total,
               " but dimension ", d, " has size ", sizes()[d]);
@@ -498,25 +517,28 @@ std::vector<Tensor> Tensor::split_with_sizes(IntArrayRef split_sizes, int64_t d)
 }
 
 std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
+  detail::OpNameScope scope("chunk");
   check_defined(*this, "chunk");
   EMBER_CHECK(chunks > 0, "[chunk] number of chunks must be positive, got ", chunks);
   EMBER_CHECK(dim() > 0, "[chunk] cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "chunk");
   const int64_t size = sizes()[d];
-  const int64_t split_size = (size + chunks - 1) / chunks;
-  if (split_size == 0 && size == 0) {
+  if (size == 0) {
     // Every chunk is empty: PyTorch returns `chunks` empty tensors.
+    check_piece_count(chunks, "chunk");
     return split_with_sizes(std::vector<int64_t>(chunks, 0), d);
   }
-  return split(split_size, d);
+  return split((size - 1) / chunks + 1, d);  // ceil(size / chunks), without overflow
 }
 
 std::vector<Tensor> Tensor::unbind(int64_t d) const {
+  detail::OpNameScope scope("unbind");
   check_defined(*this, "unbind");
   EMBER_CHECK(dim() > 0, "[unbind] cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "unbind");
   const bool grad = autograd::needs_grad(*this);
   std::vector<Tensor> out;
+  check_piece_count(sizes()[d], "unbind");
   out.reserve(sizes()[d]);
   {
     AutoGradMode mode(!grad && GradMode::is_enabled());

@@ -18,8 +18,8 @@
 // The new data must be on disk before the rename is (fsync the file first), and the
 // rename must be on disk before we report success (fsync the directory after). A
 // process killed mid-save leaves its temporary behind; its name carries the host and
-// pid, so the next successful save of the same target on this host removes temporaries
-// whose process is gone (a live writer's temporary is never touched).
+// pid, so the next save attempt of the same target on this host (and again its commit)
+// removes temporaries whose process is gone (a live writer's temporary is never touched).
 
 namespace ember::detail {
 
@@ -76,6 +76,9 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
               "' names a directory; give a file path such as 'run/ckpt.safetensors'");
   const std::string base =
       (dir_ == "/" ? "" : dir_) + "/" + temp_file_prefix(name_) + host_name() + "." + std::to_string(getpid()) + ".";
+  // Temporaries of killed saves go at every attempt, not only after a successful one, so
+  // a job killed again and again mid-save does not pile up full-size files.
+  remove_stale_temporaries(dir_, name_);
   // O_EXCL: a temporary left by an earlier process with the same pid is never reused.
   for (int attempt = 0; attempt < 100; ++attempt) {
     temp_path_ = base + std::to_string(g_temp_counter.fetch_add(1));

@@ -52,7 +52,9 @@ template <typename... Args>
 class InputFile {
  public:
   explicit InputFile(const std::string& path) : path_(path) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever;
+    // it is refused below as not a regular file. Reads of regular files never block.
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd_ < 0) {
       const int err = errno;
       EMBER_ERROR("[load] cannot open checkpoint '", path, "': ", std::system_category().message(err));

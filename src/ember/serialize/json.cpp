@@ -290,7 +290,8 @@ class Parser {
         v.i = i;
         return;
       }
-      // Too large for int64: keep it as a double, as most JSON readers do.
+      // The format keeps integers exact: one beyond int64 is an error, not a rounded double.
+      fail("integer " + std::string(first, static_cast<size_t>(last - first)) + " does not fit in int64");
     }
     double d = 0;
     auto [p, ec] = std::from_chars(first, last, d);
@@ -299,8 +300,9 @@ class Parser {
       const std::string_view num(first, static_cast<size_t>(last - first));
       const size_t epos = num.find_first_of("eE");
       const bool tiny = epos != std::string_view::npos && num.size() > epos + 1 && num[epos + 1] == '-';
-      d = tiny ? 0.0 : HUGE_VAL;
-      if (num[0] == '-') d = -d;
+      // JSON has no infinities; a number that overflows a double is refused, not read as inf.
+      if (!tiny) fail("number " + std::string(num) + " is outside the range of a double");
+      d = num[0] == '-' ? -0.0 : 0.0;
     } else if (ec != std::errc() || p != last) {
       fail("invalid number");
     }

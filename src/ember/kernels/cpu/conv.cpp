@@ -35,11 +35,14 @@ void blas(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double beta, const 
               c, static_cast<int>(ldc));
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; }
+// (a + b - 1) / b would overflow for strides near INT64_MAX.
+int64_t ceil_div(int64_t a, int64_t b) { return a <= 0 ? 0 : (a - 1) / b + 1; }
 
 // The output columns [lo, hi) whose input column ow * stride + offset lies inside [0, width).
 void valid_range(int64_t offset, int64_t stride, int64_t width, int64_t out, int64_t& lo, int64_t& hi) {
-  lo = offset >= 0 ? 0 : ceil_div(-offset, stride);
+  // Both clamped to [0, out]: with more padding than input (or an empty input) no column
+  // is valid, and the zero fills around [lo, hi) must stay inside the row.
+  lo = std::min(out, offset >= 0 ? 0 : ceil_div(-offset, stride));
   hi = std::min(out, ceil_div(width - offset, stride));
   if (hi < lo) hi = lo;
 }
@@ -69,12 +72,14 @@ void im2col(const T* x, int64_t channels, const ConvGeometry& g, T* col, int64_t
             std::fill(d, d + OW, T(0));
             continue;
           }
-          const T* src = x + (c * H + ih) * W + w_off;
           std::fill(d, d + lo, T(0));
-          if (g.stride_w == 1) {
-            std::memcpy(d + lo, src + lo, static_cast<size_t>(hi - lo) * sizeof(T));
-          } else {
-            for (int64_t ow = lo; ow < hi; ++ow) d[ow] = src[ow * g.stride_w];
+          if (hi > lo) {  // only then does the row address input memory
+            const T* src = x + (c * H + ih) * W + w_off;
+            if (g.stride_w == 1) {
+              std::memcpy(d + lo, src + lo, static_cast<size_t>(hi - lo) * sizeof(T));
+            } else {
+              for (int64_t ow = lo; ow < hi; ++ow) d[ow] = src[ow * g.stride_w];
+            }
           }
           std::fill(d + hi, d + OW, T(0));
         }
@@ -98,7 +103,7 @@ void col2im(const T* col, int64_t channels, const ConvGeometry& g, T* x) {
         valid_range(w_off, g.stride_w, W, OW, lo, hi);
         for (int64_t oh = 0; oh < OH; ++oh) {
           const int64_t ih = oh * g.stride_h - g.pad_h + ki * g.dil_h;
-          if (ih < 0 || ih >= H) continue;
+          if (ih < 0 || ih >= H || hi <= lo) continue;
           const T* s = src_row + oh * OW;
           T* d = x + (c * H + ih) * W + w_off;
           if (g.stride_w == 1) {

@@ -185,11 +185,11 @@ void max_pool_plane(const T* x, T* y, int64_t* idx, const PoolGeometry& g) {
   for (int64_t oh = 0; oh < g.out_h; ++oh) {
     int64_t h0 = oh * g.stride_h - g.pad_h;
     const int64_t h1 = std::min(h0 + (g.kernel_h - 1) * g.dil_h + 1, H);
-    while (h0 < 0) h0 += g.dil_h;
+    if (h0 < 0) h0 += (-h0 + g.dil_h - 1) / g.dil_h * g.dil_h;  // first tap inside the input
     for (int64_t ow = 0; ow < g.out_w; ++ow) {
       int64_t w0 = ow * g.stride_w - g.pad_w;
       const int64_t w1 = std::min(w0 + (g.kernel_w - 1) * g.dil_w + 1, W);
-      while (w0 < 0) w0 += g.dil_w;
+      if (w0 < 0) w0 += (-w0 + g.dil_w - 1) / g.dil_w * g.dil_w;
       T best = -std::numeric_limits<T>::infinity();
       int64_t at = h0 * W + w0;
       for (int64_t ih = h0; ih < h1; ih += g.dil_h) {
