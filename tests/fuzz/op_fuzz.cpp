@@ -208,6 +208,7 @@ const std::vector<OpEntry>& op_table() {
       UNARY(frac), UNARY(logical_not), UNARY(isnan), UNARY(isinf), UNARY(isfinite),
       OP(gelu, o.push_back(gelu(c.tensor(), c.coin() ? "tanh" : (c.coin() ? "none" : "bogus")))),
       OP(softplus, o.push_back(softplus(c.tensor(), c.scalar(), c.scalar()))),
+      OP(logit, o.push_back(logit(c.tensor(), c.coin() ? std::optional<double>() : c.real()))),
       OP(clamp, {
         Tensor t = c.tensor();
         o.push_back(clamp(t, c.coin() ? std::optional<Scalar>() : c.scalar(), c.scalar()));
@@ -607,6 +608,17 @@ std::set<std::string> declared_ops(const std::string& src) {
       if (std::regex_search(line, m, decl) && !not_ops.count(m[1].str())) out.insert(m[1].str());
     }
   }
+  // The element-wise ops declared by the op table (Note [Element-wise op table]): their
+  // declarations are generated, so no header line names them.
+#define EMBER_UNARY(Id, name, ...) out.insert(#name);
+#define EMBER_UNARY_P1(Id, name, ...) out.insert(#name);
+#define EMBER_UNARY_P2(Id, name, ...) out.insert(#name);
+#define EMBER_BINARY(Id, name, ...) out.insert(#name);
+#include "ember/ops/pointwise_ops.h"
+#undef EMBER_UNARY
+#undef EMBER_UNARY_P1
+#undef EMBER_UNARY_P2
+#undef EMBER_BINARY
   return out;
 }
 

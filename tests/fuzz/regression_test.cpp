@@ -198,3 +198,39 @@ TEST(SizeHardening, EmptyStridedSpanOverflow) {
 
 }  // namespace
 }  // namespace ember
+
+namespace ember {
+namespace {
+
+// Found by ember_fuzz under UBSan: integer arithmetic overflowed (undefined behaviour in
+// C++). PyTorch wraps around in two's complement; so does ember now.
+TEST(IntegerOverflow, AddSubMulAndReductionsWrapAround) {
+  const Tensor big = full({3}, kMax, TensorOptions(kInt64));
+  const Tensor one = ones({3}, TensorOptions(kInt64));
+  EXPECT_EQ((big + one).data_ptr<int64_t>()[2], kMin);
+  EXPECT_EQ((full({3}, kMin, TensorOptions(kInt64)) - one).data_ptr<int64_t>()[0], kMax);
+  EXPECT_EQ(add(big, one, 3).data_ptr<int64_t>()[1], kMin + 2);
+  EXPECT_EQ((big * full({3}, int64_t{2}, TensorOptions(kInt64))).data_ptr<int64_t>()[0], int64_t{-2});
+  EXPECT_EQ((full({3}, int32_t{2147483647}, TensorOptions(kInt32)) + ones({3}, TensorOptions(kInt32)))
+                .data_ptr<int32_t>()[0],
+            int32_t{-2147483647} - 1);
+  EXPECT_EQ(full({2}, kMax, TensorOptions(kInt64)).sum().item<int64_t>(), int64_t{-2});
+  EXPECT_EQ(full({2}, kMax, TensorOptions(kInt64)).prod().item<int64_t>(), int64_t{1});
+  EXPECT_EQ(full({2}, kMax, TensorOptions(kInt64)).cumsum(0).data_ptr<int64_t>()[1], int64_t{-2});
+}
+
+TEST(IntegerOverflow, SliceAndUnfoldWithHugeSteps) {
+  const Tensor t = arange(10);
+  const Tensor s = t.slice(0, 0, 10, kMax);  // one element: the stride is never used
+  EXPECT_EQ(s.numel(), 1);
+  EXPECT_EQ(s.item<int64_t>(), 0);
+  EXPECT_EQ(t.slice(0, 3, 10, 4).numel(), 2);
+  const Tensor u = arange(40).view({10, 4}).unfold(0, 2, kMax / 2 + 1);  // 4 * step overflows
+  EXPECT_EQ(u.size(0), 1);
+  EXPECT_EQ(u.size(1), 4);
+  EXPECT_EQ(u.size(2), 2);
+  EXPECT_EQ(u.select(0, 0).select(0, 1).data_ptr<int64_t>()[0], 1);
+}
+
+}  // namespace
+}  // namespace ember

@@ -388,8 +388,12 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_opt, std::optional<
   start = std::clamp<int64_t>(start, 0, size);
   end = std::clamp<int64_t>(end, start, size);
   DimVector sz(sizes()), st(strides());
-  sz[d] = (end - start + step - 1) / step;
-  st[d] *= step;
+  sz[d] = end == start ? 0 : (end - start - 1) / step + 1;  // no overflow for any step
+  if (__builtin_mul_overflow(strides()[d], step, &st[d])) {
+    // A dim of size 0 or 1 never uses its stride; a longer one cannot be addressed.
+    EMBER_CHECK(sz[d] <= 1, "[slice] the stride ", strides()[d], " * step ", step, " overflows int64");
+    st[d] = strides()[d];
+  }
   Tensor out = make_view(*this, sz, st, storage_offset() + start * strides()[d]);
   if (autograd::needs_grad(*this)) autograd::fn::view_slice(*this, out, d, start, end, step);
   return out;
@@ -427,7 +431,11 @@ Tensor Tensor::unfold(int64_t d, int64_t size, int64_t step) const {
     return out;
   }
   sz[d] = (have - size) / step + 1;
-  st[d] = strides()[d] * step;
+  if (__builtin_mul_overflow(strides()[d], step, &st[d])) {
+    // One window never uses the stride between windows; more cannot be addressed.
+    EMBER_CHECK(sz[d] <= 1, "[unfold] the window stride ", strides()[d], " * step ", step, " overflows int64");
+    st[d] = strides()[d];
+  }
   sz.push_back(size);
   st.push_back(strides()[d]);
   Tensor out = make_view(*this, sz, st, storage_offset());

@@ -179,15 +179,15 @@ struct AddSub {
       using T = typename decltype(tag)::type;
       using C = acc_t<T>;
       if (unit_alpha && !sub) {
-        map2<T, T>(it, [](C x, C y) { return static_cast<C>(x + y); });
+        map2<T, T>(it, [](C x, C y) { return wrapping_add(x, y); });
       } else if (unit_alpha) {
-        map2<T, T>(it, [](C x, C y) { return static_cast<C>(x - y); });
+        map2<T, T>(it, [](C x, C y) { return wrapping_sub(x, y); });
       } else {
         const C al = alpha.to<C>();
         // 16-bit floats round alpha * y to T before adding, as PyTorch's kernel does.
-        auto scaled = [al](C y) { return static_cast<C>(static_cast<T>(al * y)); };
-        if (sub) map2<T, T>(it, [scaled](C x, C y) { return static_cast<C>(x - scaled(y)); });
-        else map2<T, T>(it, [scaled](C x, C y) { return static_cast<C>(x + scaled(y)); });
+        auto scaled = [al](C y) { return static_cast<C>(static_cast<T>(wrapping_mul(al, y))); };
+        if (sub) map2<T, T>(it, [scaled](C x, C y) { return wrapping_sub(x, scaled(y)); });
+        else map2<T, T>(it, [scaled](C x, C y) { return wrapping_add(x, scaled(y)); });
       }
     });
   }
@@ -199,7 +199,7 @@ struct Sub {
   static void run(const ElementwiseIter& it, DType dt, const Scalar& alpha) { AddSub::run(true, it, dt, alpha); }
 };
 struct Mul {
-  static auto scalar(auto x, auto y) { return static_cast<decltype(x)>(x * y); }
+  static auto scalar(auto x, auto y) { return wrapping_mul(x, y); }
 };
 struct Div {
   static auto scalar(auto x, auto y) { return x / y; }

@@ -15,6 +15,39 @@ namespace ember::kernels {
 template <typename T>
 using acc_t = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
 
+// Integer +, -, * wrap around on overflow as in PyTorch (two's complement), without the
+// undefined behaviour of signed overflow in C++: signed values go through their unsigned
+// type (the same machine instructions). Other types use the plain operators.
+template <typename C>
+constexpr bool kWrapsThroughUnsigned = std::is_integral_v<C> && std::is_signed_v<C> && sizeof(C) >= sizeof(int);
+template <typename C>
+inline C wrapping_add(C x, C y) {
+  if constexpr (kWrapsThroughUnsigned<C>) {
+    using U = std::make_unsigned_t<C>;
+    return static_cast<C>(static_cast<U>(x) + static_cast<U>(y));
+  } else {
+    return static_cast<C>(x + y);
+  }
+}
+template <typename C>
+inline C wrapping_sub(C x, C y) {
+  if constexpr (kWrapsThroughUnsigned<C>) {
+    using U = std::make_unsigned_t<C>;
+    return static_cast<C>(static_cast<U>(x) - static_cast<U>(y));
+  } else {
+    return static_cast<C>(x - y);
+  }
+}
+template <typename C>
+inline C wrapping_mul(C x, C y) {
+  if constexpr (kWrapsThroughUnsigned<C>) {
+    using U = std::make_unsigned_t<C>;
+    return static_cast<C>(static_cast<U>(x) * static_cast<U>(y));
+  } else {
+    return static_cast<C>(x * y);
+  }
+}
+
 template <typename T>
 inline T& at(char* base, int64_t stride, int64_t i) {
   return *reinterpret_cast<T*>(base + i * stride);

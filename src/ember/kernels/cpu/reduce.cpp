@@ -47,9 +47,9 @@ A sum_run(const T* p, int64_t n) {
   A acc[8] = {};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    for (int k = 0; k < 8; ++k) acc[k] += static_cast<A>(static_cast<acc_t<T>>(p[i + k]));
+    for (int k = 0; k < 8; ++k) acc[k] = wrapping_add(acc[k], static_cast<A>(static_cast<acc_t<T>>(p[i + k])));
   }
-  for (int k = 0; i < n; ++i, ++k) acc[k] += static_cast<A>(static_cast<acc_t<T>>(p[i]));
+  for (int k = 0; i < n; ++i, ++k) acc[k] = wrapping_add(acc[k], static_cast<A>(static_cast<acc_t<T>>(p[i])));
   return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
 }
 
@@ -114,7 +114,7 @@ void sum_reduce(const Tensor& out, const Tensor& in, ReduceShape s) {
       });
       for (int64_t o = 0; o < s.outer; ++o) {
         A acc = 0;
-        for (int64_t c = 0; c < chunks; ++c) acc += partial[o * chunks + c];
+        for (int64_t c = 0; c < chunks; ++c) acc = wrapping_add(acc, partial[o * chunks + c]);
         y[o] = static_cast<O>(acc);
       }
       return;
@@ -137,7 +137,7 @@ void sum_reduce(const Tensor& out, const Tensor& in, ReduceShape s) {
       const T* base = x + o * s.len * s.inner + c0;
       for (int64_t r = 0; r < s.len; ++r) {
         const T* row = base + r * s.inner;
-        for (int64_t j = 0; j < w; ++j) acc[j] += static_cast<A>(static_cast<acc_t<T>>(row[j]));
+        for (int64_t j = 0; j < w; ++j) acc[j] = wrapping_add(acc[j], static_cast<A>(static_cast<acc_t<T>>(row[j])));
       }
       for (int64_t j = 0; j < w; ++j) y[o * s.inner + c0 + j] = static_cast<O>(acc[j]);
     }
@@ -202,8 +202,8 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& in, ReduceShape s, dou
         });
         return;
       case ReduceOp::Prod:
-        run(OutKind::SameOrInt64, A(1), [](A a, T x) { return static_cast<A>(a * static_cast<A>(static_cast<C>(x))); },
-            [](A a, A b) { return static_cast<A>(a * b); }, ident);
+        run(OutKind::SameOrInt64, A(1), [](A a, T x) { return wrapping_mul(a, static_cast<A>(static_cast<C>(x))); },
+            [](A a, A b) { return wrapping_mul(a, b); }, ident);
         return;
       case ReduceOp::Max:
       case ReduceOp::Min: {
@@ -381,7 +381,7 @@ void cumulative(bool is_prod, const Tensor& out, const Tensor& in, ReduceShape s
           A acc = is_prod ? A(1) : A(0);
           for (int64_t r = 0; r < s.len; ++r) {
             const A v = static_cast<A>(static_cast<acc_t<O>>(static_cast<O>(static_cast<acc_t<T>>(x[base + r * s.inner]))));
-            acc = is_prod ? static_cast<A>(acc * v) : static_cast<A>(acc + v);
+            acc = is_prod ? wrapping_mul(acc, v) : wrapping_add(acc, v);
             y[base + r * s.inner] = static_cast<O>(acc);
           }
         }
