@@ -219,6 +219,15 @@ TEST(IntegerOverflow, AddSubMulAndReductionsWrapAround) {
   EXPECT_EQ(full({2}, kMax, TensorOptions(kInt64)).cumsum(0).data_ptr<int64_t>()[1], int64_t{-2});
 }
 
+// Found by ember_fuzz (seed 1860870707): the highest element as_strided reaches was
+// computed with an overflowing product, wrapped negative and passed the storage check.
+TEST(IntegerOverflow, AsStridedSpanOverflow) {
+  const Error e = CaughtError([] { ones({4}).as_strided({3, 2}, {kMax / 2 + 1, 1}); });
+  EXPECT_EQ(e.op(), "as_strided");
+  EXPECT_NE(std::string(e.message()).find("reach past int64 elements"), std::string::npos) << e.what();
+  EXPECT_EQ(CaughtError([] { ones({4}).as_strided({2}, {1}, kMax); }).op(), "as_strided");
+}
+
 TEST(IntegerOverflow, SliceAndUnfoldWithHugeSteps) {
   const Tensor t = arange(10);
   const Tensor s = t.slice(0, 0, 10, kMax);  // one element: the stride is never used

@@ -178,8 +178,12 @@ Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides,
     EMBER_CHECK(sizes[i] >= 0, "[as_strided] negative size ", sizes[i], " in sizes ", sizes);
     EMBER_CHECK(strides[i] >= 0, "[as_strided] negative strides are not supported, got strides ",
                 strides);
+    int64_t span = 0;
     if (sizes[i] == 0) empty = true;
-    else last += (sizes[i] - 1) * strides[i];
+    else
+      EMBER_CHECK(!__builtin_mul_overflow(sizes[i] - 1, strides[i], &span) && !__builtin_add_overflow(last, span, &last),
+                  "[as_strided] sizes ", sizes, ", strides ", strides, " and storage offset ", offset,
+                  " reach past int64 elements");
   }
   const int64_t storage_elems =
       static_cast<int64_t>(this->storage()->nbytes() / element_size());
