@@ -96,18 +96,27 @@ DimVector infer_size(IntArrayRef shape, int64_t numel, const char* op) {
 bool compute_view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef new_sizes,
                           DimVector& new_strides) {
   new_strides.assign(new_sizes.size(), 1);
-  if (sizes.empty()) return true;  // a 0-dim tensor views as any shape of one element
-  int64_t numel = 1;
+  // new_sizes must hold as many elements as sizes (infer_size makes sure for view/reshape;
+  // checked here too, overflow included, since this function is public).
+  int64_t numel = 1, new_numel = 1;
   for (int64_t s : sizes) numel *= s;
+  for (int64_t s : new_sizes) {
+    if (s < 0 || __builtin_mul_overflow(new_numel, s, &new_numel)) return false;
+  }
+  if (new_numel != numel) return false;
+  if (sizes.empty()) return true;  // a 0-dim tensor views as any shape of one element
   if (numel == 0) {
     if (sizes.equals(new_sizes)) {
       new_strides.assign(strides);
       return true;
     }
     for (int64_t d = static_cast<int64_t>(new_sizes.size()) - 1; d >= 0; --d) {
+      // An empty tensor never addresses memory through these strides, so their products
+      // may wrap around (in unsigned arithmetic: no overflow UB), as PyTorch's do.
       new_strides[d] = d == static_cast<int64_t>(new_sizes.size()) - 1
                            ? 1
-                           : std::max<int64_t>(new_sizes[d + 1], 1) * new_strides[d + 1];
+                           : static_cast<int64_t>(static_cast<uint64_t>(std::max<int64_t>(new_sizes[d + 1], 1)) *
+                                                  static_cast<uint64_t>(new_strides[d + 1]));
     }
     return true;
   }
@@ -188,7 +197,7 @@ Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides,
   const int64_t storage_elems =
       static_cast<int64_t>(this->storage()->nbytes() / element_size());
   EMBER_CHECK(empty || last < storage_elems, "[as_strided] sizes ", sizes, ", strides ", strides,
-              " and storage offset ", offset, " need a storage of ", last + 1,
+              " and storage offset ", offset, " need a storage of ", static_cast<uint64_t>(last) + 1,
               " elements, but the storage holds only ", storage_elems);
   Tensor out = make_view(*this, sizes, strides, offset);
   if (autograd::needs_grad(*this)) autograd::fn::view_strided("AsStridedBackward0", *this, out);
@@ -372,7 +381,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   EMBER_CHECK(start >= -size && start <= size, "[narrow] start (", start,
               ") is out of range for dimension ", d, " of size ", size);
   if (start < 0) start += size;
-  EMBER_CHECK(length >= 0 && start + length <= size, "[narrow] start (", start, ") + length (",
+  EMBER_CHECK(length >= 0 && length <= size - start, "[narrow] start (", start, ") + length (",
               length, ") exceeds dimension size (", size, ")");
   return slice(d, start, start + length, 1);
 }

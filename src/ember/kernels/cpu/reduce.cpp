@@ -279,7 +279,7 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
     T* v = var.defined() ? var.data_ptr<T>() : nullptr;
     T* m = mean.defined() ? mean.data_ptr<T>() : nullptr;
     const int64_t outputs = s.outer * s.inner;
-    const double denom = static_cast<double>(s.len - correction);
+    const double denom = static_cast<double>(s.len) - static_cast<double>(correction);  // no int64 overflow
     const int64_t grain = std::max<int64_t>(1, kChunk / std::max<int64_t>(1, s.len));
     // Two passes in double: the mean, then the squared deviations (no cancellation).
     parallel_for(0, outputs, grain, [&](int64_t b, int64_t e) {
