@@ -32,6 +32,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <vector>
 
@@ -656,6 +657,16 @@ void spill(const std::string& path, const std::string& bytes) {
 }
 
 std::string mutate(Ctx& c, std::string b) {
+  if (c.coin(64)) {  // a JSON bomb: a header of up to 4 MB of two-byte values (Note [Load memory bound])
+    const size_t n = 1 + c.u() % (2u << 20);
+    std::string h = R"({"a":[0)";
+    h.reserve(n * 2 + 16);
+    for (size_t k = 1; k < n; ++k) h += c.coin(4) ? ",[]" : ",0";
+    h += "]}";
+    std::string out(8, '\0');
+    for (int i = 0; i < 8; ++i) out[static_cast<size_t>(i)] = static_cast<char>((h.size() >> (8 * i)) & 0xFF);
+    return out + h;
+  }
   const int edits = 1 + static_cast<int>(c.u() % 3);
   for (int k = 0; k < edits && !b.empty(); ++k) {
     const size_t at = c.coin(3) ? c.u() % std::min<size_t>(b.size(), 256) : c.u() % b.size();
@@ -738,10 +749,13 @@ int fuzz_files(uint64_t seed, int64_t count, double seconds) {
     ++files;
   }
   std::filesystem::remove_all(dir);
-  std::printf("[ember_fuzz] files: %lld mutated files (%lld read, %lld refused) in %.1f s, seed %llu: %s\n",
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf("[ember_fuzz] files: %lld mutated files (%lld read, %lld refused) in %.1f s, seed %llu, "
+              "peak RSS %.0f MB: %s\n",
               static_cast<long long>(files), static_cast<long long>(loaded), static_cast<long long>(refused),
               static_cast<double>(now_ms() - t0) / 1000.0, static_cast<unsigned long long>(seed),
-              ok ? "no failures" : "FAILED");
+              static_cast<double>(usage.ru_maxrss) / 1024.0, ok ? "no failures" : "FAILED");
   return ok ? 0 : 1;
 }
 

@@ -71,6 +71,16 @@ TEST(ErrorContract, OutsideAnyOpTheTextIsKept) {
   EXPECT_STREQ(Error("op", "msg").what(), "[op] msg");
 }
 
+TEST(ErrorContract, ConfigurationErrorsKeepTheirOwnName) {
+  // Inside an op, an ordinary check takes the op's name; an OwnOp error (a bad
+  // EMBER_CPU_CAPABILITY found by the first kernel call) keeps its own.
+  OpScope scope("div");
+  EXPECT_EQ(Error("[helper] detail").op(), "div");
+  const Error own(Error::OwnOp{}, "cpu_capability", "EMBER_CPU_CAPABILITY=sse9 is not a known level");
+  EXPECT_EQ(own.op(), "cpu_capability");
+  EXPECT_STREQ(own.what(), "[cpu_capability] EMBER_CPU_CAPABILITY=sse9 is not a known level");
+}
+
 TEST(ErrorContract, AllocationFailureIsAnEmberErrorWithReadableSize) {
   const Error e = CaughtError([] { empty({int64_t{1} << 41}, TensorOptions(kFloat32)); });
   EXPECT_EQ(e.op(), "empty");

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
+#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -776,6 +777,99 @@ TEST(LoadLimits, StaleTemporariesGoAtTheNextAttemptEvenAFailedOne) {
   EXPECT_NE(ErrorOf([&] { save(Value(int64_t{1}), dir.file("ckpt.safetensors")); }), "");
   EXPECT_EQ(dir.entries().count(stale), 0u) << "the stale temporary of a killed save survived a new attempt";
   EXPECT_EQ(dir.entries().count("ckpt.safetensors"), 1u);
+}
+
+// Resident bytes of this process: the current size and the peak (/proc/self/status).
+int64_t StatusBytes(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field, 0) == 0) return std::stoll(line.substr(std::strlen(field))) * 1024;
+  }
+  return -1;
+}
+
+// How far a forked child's resident memory grows above where it started while it loads
+// `path` (the load may fail); -1 when it cannot be measured here.
+int64_t LoadPeakGrowth(const std::string& path) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  const pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    malloc_trim(0);  // free heap pages the parent left resident would hide the load's growth
+    const int64_t before = StatusBytes("VmRSS:");
+    int64_t growth = -1;
+    // Writing 5 to clear_refs resets the peak (VmHWM) to the current size.
+    if (std::ofstream("/proc/self/clear_refs") << "5") {
+      try {
+        load(path);
+      } catch (const Error&) {
+      }
+      growth = StatusBytes("VmHWM:") - before;
+    }
+    const ssize_t w = write(fds[1], &growth, sizeof(growth));
+    _exit(w == sizeof(growth) ? 0 : 1);
+  }
+  close(fds[1]);
+  int64_t growth = -1;
+  if (read(fds[0], &growth, sizeof(growth)) != sizeof(growth)) growth = -1;
+  close(fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return growth;
+}
+
+// Note [Load memory bound]: whatever a file holds, load() stays within ~4x its size plus
+// 64 MiB (and the tensors it returns). A 6 MB header of tiny JSON values once took 555 MB.
+TEST(LoadLimits, MemoryStaysWithinFourTimesTheFileSize) {
+  TempDir dir;
+  const int64_t slack = int64_t{64} << 20;
+  const auto check = [&](const std::string& name, const std::string& bytes, const std::string& want_error) {
+    const std::string path = dir.file(name);
+    WriteBytes(path, bytes);
+    if (!want_error.empty()) {
+      const std::string msg = ErrorOf([&] { load(path); });
+      EXPECT_NE(msg.find(want_error), std::string::npos) << name << ": " << msg;
+    }
+    const int64_t growth = LoadPeakGrowth(path);
+    if (growth < 0) GTEST_SKIP() << "peak resident size cannot be measured here";
+    const int64_t size = static_cast<int64_t>(bytes.size());
+    EXPECT_LE(growth, 4 * size + slack) << name << ": " << size << "-byte file, peak growth " << growth;
+    std::printf("%s: %lld-byte file, load's peak memory growth %.1f MB\n", name.c_str(),
+                static_cast<long long>(size), static_cast<double>(growth) / 1e6);
+  };
+  // Hostile headers: millions of two-byte values.
+  std::string zeros = R"({"a":[)";
+  for (int i = 0; i < 3'000'000; ++i) zeros += i ? ",0" : "0";
+  zeros += "]}";
+  check("zeros.safetensors", Safetensors(zeros, ""), "JSON values, so that loading it stays within ~4x its size");
+  std::string arrays = R"({"a":[)";
+  for (int i = 0; i < 2'000'000; ++i) arrays += i ? ",[]" : "[]";
+  arrays += "]}";
+  check("arrays.safetensors", Safetensors(arrays, ""), "JSON values");
+  std::string objects = R"({"a":[)";
+  for (int i = 0; i < 1'000'000; ++i) objects += i ? R"(,{"":0})" : R"({"":0})";
+  objects += "]}";
+  check("objects.safetensors", Safetensors(objects, ""), "JSON values");
+  // The largest value save() accepts for a small file loads back within the bound too.
+  Value list = Value::list();
+  const std::string probe = dir.file("probe.safetensors");
+  int64_t n = 1 << 16;
+  for (;; n += n / 8) {  // grow until save refuses, then keep the last accepted size
+    Value::List items(static_cast<size_t>(n), Value(int64_t{7}));
+    const std::string err = ErrorOf([&] { save(Value(items), probe); });
+    if (!err.empty()) {
+      EXPECT_NE(err.find("keep large lists of numbers in tensors"), std::string::npos) << err;
+      break;
+    }
+    ASSERT_LT(n, int64_t{1} << 24) << "save() accepted a list of " << n << " ints in a tiny file";
+  }
+  n = n * 8 / 9 - 1;
+  const std::string ok = dir.file("largest.safetensors");
+  save(Value(Value::List(static_cast<size_t>(n), Value(std::string("abc")))), ok);
+  EXPECT_EQ(load(ok).to_list().size(), static_cast<size_t>(n));
+  check("largest.safetensors", ReadBytes(ok), "");
 }
 
 }  // namespace

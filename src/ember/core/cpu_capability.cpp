@@ -100,13 +100,18 @@ CpuCapability cpu_capability() {
   for (int l = 0; l <= 2; ++l) {
     const auto c = static_cast<CpuCapability>(l);
     if (strcasecmp(value.c_str(), to_string(c)) == 0) {
-      EMBER_ERROR("[cpu_capability] EMBER_CPU_CAPABILITY=", value, " asks for ", to_string(c),
-                  " kernels, but this CPU lacks the instructions they need; this CPU supports: ",
-                  supported_list(), ". Unset EMBER_CPU_CAPABILITY or pick one of those");
+      // A configuration error: it names cpu_capability, not the op that first needed a kernel.
+      throw Error(Error::OwnOp{}, "cpu_capability",
+                  detail::str_cat("EMBER_CPU_CAPABILITY=", value, " asks for ", to_string(c),
+                                  " kernels, but this CPU lacks the instructions they need; this CPU "
+                                  "supports: ", supported_list(),
+                                  ". Unset EMBER_CPU_CAPABILITY or pick one of those"));
     }
   }
-  EMBER_ERROR("[cpu_capability] EMBER_CPU_CAPABILITY=", value,
-              " is not a known level; use default, avx2 or avx512 (this CPU supports: ", supported_list(), ")");
+  throw Error(Error::OwnOp{}, "cpu_capability",
+              detail::str_cat("EMBER_CPU_CAPABILITY=", value,
+                              " is not a known level; use default, avx2 or avx512 (this CPU supports: ",
+                              supported_list(), ")"));
 }
 
 std::string cpu_capability_name() { return to_string(cpu_capability()); }

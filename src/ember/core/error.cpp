@@ -20,9 +20,9 @@ size_t prefix_len(std::string_view what) {
 
 }  // namespace
 
-Error::Parts Error::compose(std::string_view op, std::string_view message) {
+Error::Parts Error::compose(std::string_view op, std::string_view message, bool own_op) {
   // Note [Errors name the op the user called].
-  if (const char* outer = OpScope::outermost()) op = outer;
+  if (const char* outer = OpScope::outermost(); outer != nullptr && !own_op) op = outer;
   Parts parts;
   if (op.empty()) {
     parts.what.assign(message);
@@ -45,5 +45,7 @@ Error::Parts Error::parse(const std::string& what) {
 Error::Error(const std::string& what) : Error(parse(what)) {}
 
 Error::Error(std::string_view op, std::string_view message) : Error(compose(op, message)) {}
+
+Error::Error(OwnOp, std::string_view op, std::string_view message) : Error(compose(op, message, true)) {}
 
 }  // namespace ember

@@ -24,6 +24,10 @@ class Error : public std::runtime_error {
   // what: "[op] message" or a bare message; the prefix becomes the outermost op's name.
   explicit Error(const std::string& what);
   Error(std::string_view op, std::string_view message);
+  // An error about the process's configuration (an environment variable, the CPU) rather
+  // than the arguments of the op being called: it keeps its own op name even inside an op.
+  struct OwnOp {};
+  Error(OwnOp, std::string_view op, std::string_view message);
 
   // The op named in the prefix ("" when there is none).
   std::string_view op() const noexcept {
@@ -40,7 +44,7 @@ class Error : public std::runtime_error {
     size_t op_len;
   };
   explicit Error(Parts parts) : std::runtime_error(parts.what), op_len_(parts.op_len) {}
-  static Parts compose(std::string_view op, std::string_view message);
+  static Parts compose(std::string_view op, std::string_view message, bool own_op = false);
   static Parts parse(const std::string& what);
 
   size_t op_len_ = 0;  // the op is what()[1, 1 + op_len_); copying stays nothrow

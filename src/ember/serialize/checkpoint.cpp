@@ -78,10 +78,13 @@ class Encoder {
   void encode(const Value& v, const std::string& where, bool root, int depth, std::string& out) {
     EMBER_CHECK(depth <= kMaxValueDepth, "[save] cannot save '", path_, "': the value nests deeper than ",
                 kMaxValueDepth, " levels (at '", where.substr(0, 60), where.size() > 60 ? "...')" : "')");
-    // Tagged kinds cost two JSON values; count them so that load() accepts whatever save() writes.
-    json_values_ += 2;
+    // The JSON values load() will parse: tagged kinds ({"dict":...}, {"tensor":...},
+    // {"float":"nan"}) cost two, the rest one; counted so that load() accepts whatever save()
+    // writes (Note [Load memory bound]).
+    const bool tagged = v.is_dict() || v.is_tensor() || (v.is_double() && !std::isfinite(v.to_double()));
+    json_values_ += tagged ? 2 : 1;
     EMBER_CHECK(json_values_ <= kMaxJsonValues, "[save] cannot save '", path_, "': the value has more than ",
-                kMaxJsonValues / 2, " elements; keep large data in tensors");
+                kMaxJsonValues, " elements outside tensors; keep large data in tensors");
     switch (v.kind()) {
       case Value::Kind::None: out += "null"; return;
       case Value::Kind::Bool: out += v.to_bool() ? "true" : "false"; return;
@@ -140,6 +143,8 @@ class Encoder {
   std::vector<SavedTensor>& tensors() { return tensors_; }
   // JSON values the header's tensor entries take (an entry is 6 values plus one per dim).
   uint64_t header_json_values() const { return header_values_; }
+  // JSON values the ember.value tree takes (at most; tagged kinds count two).
+  uint64_t tree_json_values() const { return json_values_; }
 
  private:
   static std::string child(const std::string& where, bool root, const std::string& component) {
@@ -241,6 +246,14 @@ void save_impl(const Value& value, const std::string& path) {
   header.append((8 - header.size() % 8) % 8, ' ');
   EMBER_CHECK(header.size() <= kMaxHeaderBytes, "[save] cannot save '", path, "': the header would be ", header.size(),
               " bytes, over the ", kMaxHeaderBytes, "-byte safetensors limit; store large non-tensor data in tensors");
+
+  // Note [Load memory bound]: a file may hold only so many JSON values for its size.
+  const uint64_t file_bytes = 8 + header.size() + (tensors.empty() ? 0 : tensors.back().end);
+  const uint64_t values = enc.header_json_values() + enc.tree_json_values();
+  EMBER_CHECK(values <= max_json_values(file_bytes), "[save] cannot save '", path, "': its header would hold ",
+              values, " JSON values, more than a ", file_bytes, "-byte checkpoint may hold (",
+              max_json_values(file_bytes), ", so that load() stays within ~4x the file's size); "
+              "keep large lists of numbers in tensors");
 
   uint8_t len_bytes[8];
   const uint64_t n = header.size();

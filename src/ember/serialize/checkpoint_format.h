@@ -29,6 +29,20 @@ inline constexpr int kMaxJsonDepth = 2 * kMaxValueDepth + 8;
 inline constexpr int64_t kMaxDims = 64;
 // JSON values per parse (the header, then the ember.value tree): ~450 MB of parsed JSON at most.
 inline constexpr uint64_t kMaxJsonValues = uint64_t{1} << 22;
+// Note [Load memory bound]: besides the tensors it returns, load() holds at most about 4x
+// the file's size plus kLoadSlackBytes. The text it keeps (the header, the ember.value
+// string) is at most twice the file; what can outgrow the text is the parsed JSON and the
+// decoded Value (a JSON value can be 2 bytes of text, "0,", and up to ~kBytesPerParsedValue
+// of memory: its parsed node, its decoded Value, and the spare capacity and reallocation
+// copies of the vectors holding them). So the two parses together may hold at most max_json_values(file size) values,
+// and save() refuses a value whose file would exceed that (what save writes, load reads).
+inline constexpr uint64_t kLoadSlackBytes = uint64_t{64} << 20;
+inline constexpr uint64_t kBytesPerParsedValue = 640;
+inline constexpr uint64_t max_json_values(uint64_t file_bytes) {
+  if (file_bytes >= kMaxJsonValues * kBytesPerParsedValue) return 2 * kMaxJsonValues;
+  const uint64_t budget = (2 * file_bytes + kLoadSlackBytes) / kBytesPerParsedValue;
+  return budget < 2 * kMaxJsonValues ? budget : 2 * kMaxJsonValues;
+}
 inline constexpr uint64_t kWriteChunkBytes = 16u << 20;
 
 // safetensors dtype codes: "F32", "BF16", "BOOL", ...

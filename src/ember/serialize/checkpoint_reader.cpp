@@ -309,11 +309,20 @@ Value read_checkpoint(const std::string& path) {
   file.read_at(8, header.data(), n);
   if (header.empty() || header[0] != '{') invalid_header(path, "it does not start with '{' (not a safetensors file)");
 
+  // Note [Load memory bound]: the header and the ember.value tree share one budget of values.
+  const uint64_t value_budget = max_json_values(size);
+  const auto too_many = [&](const json::ParseError& e) {
+    return std::string(e.what()).rfind("more than ", 0) == 0
+               ? std::string(" (a file of ") + std::to_string(size) + " bytes holds at most " +
+                     std::to_string(value_budget) + " JSON values, so that loading it stays within ~4x its size)"
+               : std::string();
+  };
   Json root;
+  uint64_t header_values = 0;
   try {
-    root = json::parse(header, kMaxJsonDepth, kMaxJsonValues);
+    root = json::parse(header, kMaxJsonDepth, std::min(kMaxJsonValues, value_budget), &header_values);
   } catch (const json::ParseError& e) {
-    invalid_header(path, "invalid JSON: ", e.what());
+    invalid_header(path, "invalid JSON: ", e.what(), too_many(e));
   }
 
   // __metadata__: a string -> string map, optional.
@@ -364,9 +373,11 @@ Value read_checkpoint(const std::string& path) {
       corrupted(path, "its ember.checksum entry is missing or malformed");
     }
     stored = header.substr(digits, 8);
-    std::string zeroed = header;
-    zeroed.replace(digits, 8, "00000000");
-    crc = static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(zeroed.data()), static_cast<uInt>(n)));
+    // The checksum covers the header with its digits read as '0' (no copy of the header).
+    const auto* h = reinterpret_cast<const Bytef*>(header.data());
+    crc = static_cast<uint32_t>(crc32(0, h, static_cast<uInt>(digits)));
+    crc = static_cast<uint32_t>(crc32(crc, reinterpret_cast<const Bytef*>("00000000"), 8));
+    crc = static_cast<uint32_t>(crc32(crc, h + digits + 8, static_cast<uInt>(n - digits - 8)));
   }
 
   // Read each tensor straight into its own storage; the sizes were checked against the file above.
@@ -417,9 +428,9 @@ Value read_checkpoint(const std::string& path) {
   if (!tree_text) invalid_header(path, "ember metadata without ember.value");
   Json tree;
   try {
-    tree = json::parse(tree_text->s, kMaxJsonDepth, kMaxJsonValues);
+    tree = json::parse(tree_text->s, kMaxJsonDepth, std::min(kMaxJsonValues, value_budget - header_values));
   } catch (const json::ParseError& e) {
-    invalid_header(path, "ember.value is not valid JSON: ", e.what());
+    invalid_header(path, "ember.value is not valid JSON: ", e.what(), too_many(e));
   }
   Decoder decoder(path, entries, tensors);
   Value value = decoder.decode(tree);

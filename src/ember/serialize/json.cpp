@@ -81,6 +81,8 @@ class Parser {
   Parser(std::string_view text, int max_depth, uint64_t max_values)
       : text_(text), max_depth_(max_depth), max_values_(max_values) {}
 
+  uint64_t values() const { return values_; }
+
   Json parse_document() {
     skip_ws();
     Json v = parse_value(0);
@@ -319,8 +321,11 @@ class Parser {
 
 }  // namespace
 
-Json parse(std::string_view text, int max_depth, uint64_t max_values) {
-  return Parser(text, max_depth, max_values).parse_document();
+Json parse(std::string_view text, int max_depth, uint64_t max_values, uint64_t* values_used) {
+  Parser parser(text, max_depth, max_values);
+  Json doc = parser.parse_document();
+  if (values_used != nullptr) *values_used = parser.values();
+  return doc;
 }
 
 bool is_valid_utf8(std::string_view s) {

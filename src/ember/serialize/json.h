@@ -42,7 +42,8 @@ class ParseError : public std::runtime_error {
 // Parses one JSON value that fills `text` (surrounding whitespace allowed). Nesting
 // deeper than max_depth, more than max_values values (each costs ~100 bytes of memory),
 // duplicate object keys, invalid UTF-8 and lone surrogates are errors.
-Json parse(std::string_view text, int max_depth, uint64_t max_values);
+// values_used, when given, receives how many values the document held.
+Json parse(std::string_view text, int max_depth, uint64_t max_values, uint64_t* values_used = nullptr);
 
 // True when s is well-formed UTF-8 (no overlongs, no surrogates, at most U+10FFFF).
 bool is_valid_utf8(std::string_view s);
