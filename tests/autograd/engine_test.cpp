@@ -12,7 +12,8 @@
 #include <vector>
 
 namespace ember {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace autograd_engine_test {
 
 using D = std::vector<double>;
 

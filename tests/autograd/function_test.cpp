@@ -14,7 +14,8 @@
 #include "autograd/grad_util.h"
 
 namespace ember {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace autograd_function_test {
 
 using autograd::AutogradContext;
 using autograd::variable_list;
@@ -60,7 +61,7 @@ TEST(CustomFunction, ReluPassesGradcheckAndNamesItsNode) {
   Tensor xr = x.detach().requires_grad_();
   Tensor y = MyReLU::apply(xr);
   ASSERT_NE(y.grad_fn(), nullptr);
-  EXPECT_EQ(y.grad_fn()->name(), "CppNode<ember::(anonymous namespace)::MyReLU>");
+  EXPECT_EQ(y.grad_fn()->name(), "CppNode<ember::autograd_function_test::MyReLU>");
   y.sum().backward();
   EXPECT_TRUE(xr.grad().equal((xr > 0).to(kFloat64)));
 }
@@ -141,7 +142,7 @@ TEST(CustomFunction, MarkDirtyRewritesHistory) {
   Tensor b = a * 3;
   Tensor c = MulTwoInplace::apply(b);
   EXPECT_TRUE(c.is_same(b));
-  EXPECT_EQ(b.grad_fn()->name(), "CppNode<ember::(anonymous namespace)::MulTwoInplace>");
+  EXPECT_EQ(b.grad_fn()->name(), "CppNode<ember::autograd_function_test::MulTwoInplace>");
   EXPECT_EQ(b.to_vector<double>(), (std::vector<double>{6, 12}));
   b.sum().backward();
   EXPECT_EQ(a.grad().to_vector<double>(), (std::vector<double>{6, 6}));
@@ -254,7 +255,7 @@ TEST(AutogradPrint, ShowsGradFnOrRequiresGrad) {
 }  // namespace ember
 
 namespace ember {
-namespace {
+namespace autograd_function_test {
 
 TEST(HigherOrder, GradientOfSquaredGradientNormOfAnMlp) {
   // penalty(W1, W2) = |d loss / d (W1, W2)|^2 for loss = sum(tanh(x W1^T) W2^T)^2 / n;

@@ -16,7 +16,8 @@
 #include "ember/autograd/functions_index.h"
 
 namespace ember {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace autograd_index_test {
 
 using testing::check_grads;
 using V = std::vector<Tensor>;

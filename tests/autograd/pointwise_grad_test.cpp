@@ -12,7 +12,8 @@
 #include "autograd/grad_util.h"
 
 namespace ember {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace autograd_pointwise_grad_test {
 
 using testing::check_grads;
 using V = std::vector<Tensor>;
@@ -204,7 +205,7 @@ TEST(PointwiseGrad, NodeNames) {
 }  // namespace ember
 
 namespace ember {
-namespace {
+namespace autograd_pointwise_grad_test {
 
 TEST(PointwiseGrad, ClampLerpNanToNum) {
   using testing::check_grads;

@@ -12,7 +12,8 @@
 #include "autograd/grad_util.h"
 
 namespace ember {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace autograd_reduce_grad_test {
 
 using testing::check_grads;
 using V = std::vector<Tensor>;

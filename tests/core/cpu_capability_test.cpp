@@ -6,7 +6,8 @@
 #include "ember/core/cpu_capability.h"
 #include "ember/kernels/cpu/isa.h"
 
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace core_cpu_capability_test {
 
 TEST(CpuCapability, ChosenLevelIsSupportedAndNamed) {
   const auto supported = ember::supported_cpu_capabilities();

@@ -4,7 +4,8 @@
 
 #include <sstream>
 
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace core_dtype_test {
 
 using namespace ember;
 

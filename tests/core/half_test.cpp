@@ -10,7 +10,8 @@
 #include <type_traits>
 
 namespace ember {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace core_half_test {
 
 static_assert(std::is_trivially_copyable_v<Half>);
 static_assert(std::is_trivially_copyable_v<BFloat16>);

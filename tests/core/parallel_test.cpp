@@ -10,7 +10,8 @@
 #include <utility>
 #include <vector>
 
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace core_parallel_test {
 
 using namespace ember;
 

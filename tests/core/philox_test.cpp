@@ -5,7 +5,8 @@
 #include <cstdint>
 
 namespace ember {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace core_philox_test {
 
 uint64_t MakeKey(uint32_t key0, uint32_t key1) {
   return (static_cast<uint64_t>(key1) << 32) | key0;

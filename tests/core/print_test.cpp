@@ -13,7 +13,8 @@
 #include <vector>
 
 namespace ember {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace core_print_test {
 
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();

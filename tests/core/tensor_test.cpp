@@ -7,7 +7,8 @@
 
 #include <cstring>
 
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace core_tensor_test {
 
 using namespace ember;
 
@@ -172,7 +173,7 @@ TEST(DimVector, InlineHeapCopyMove) {
 
 }  // namespace
 
-namespace {
+namespace core_tensor_test {
 
 using namespace ember;
 

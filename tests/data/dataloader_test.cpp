@@ -12,7 +12,8 @@
 #include <vector>
 
 namespace ember::data {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace data_dataloader_test {
 
 // Sample i: data [2] = {i, i + 0.5} plus a random draw from the sample's stream; target i.
 class CountingDataset : public Dataset {

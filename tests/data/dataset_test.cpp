@@ -11,7 +11,8 @@
 #include <vector>
 
 namespace ember::data {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace data_dataset_test {
 
 using ember::testing::ErrorOf;
 

@@ -13,7 +13,8 @@
 #include <vector>
 
 namespace ember::data {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace data_idx_test {
 
 namespace fs = std::filesystem;
 

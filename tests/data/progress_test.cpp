@@ -9,7 +9,8 @@
 #include <vector>
 
 namespace ember::data {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace data_progress_test {
 
 std::vector<std::string> Lines(const std::string& s) {
   std::vector<std::string> out;

@@ -13,7 +13,8 @@
 #include <vector>
 
 namespace ember::data {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace data_sampler_test {
 
 std::vector<int64_t> Sorted(std::vector<int64_t> v) {
   std::sort(v.begin(), v.end());

@@ -12,7 +12,8 @@
 #include "test_util.h"
 
 namespace ember {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace fuzz_regression_test {
 
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
@@ -210,7 +211,7 @@ TEST(SizeHardening, EmptyStridedSpanOverflow) {
 }  // namespace ember
 
 namespace ember {
-namespace {
+namespace fuzz_regression_test {
 
 // Found by ember_fuzz under UBSan: integer arithmetic overflowed (undefined behaviour in
 // C++). PyTorch wraps around in two's complement; so does ember now.

@@ -10,7 +10,8 @@
 #include <vector>
 
 namespace ember::nn {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace nn_conv_test {
 
 using I64 = std::vector<int64_t>;
 using Keys = std::vector<std::string>;

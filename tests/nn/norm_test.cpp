@@ -13,7 +13,8 @@
 #include "autograd/grad_util.h"
 
 namespace ember {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace nn_norm_test {
 
 namespace F = nn::functional;
 using testing::check_grads;

@@ -12,7 +12,8 @@
 #include <vector>
 
 namespace ember {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace nn_rnn_test {
 
 using Keys = std::vector<std::string>;
 using Sizes = std::vector<int64_t>;

@@ -16,7 +16,8 @@
 #include "ember/kernels/cpu/conv_dnnl.h"
 
 namespace ember {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace ops_conv_test {
 
 using testing::check_grads;
 using testing::Doubles;

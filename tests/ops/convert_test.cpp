@@ -11,7 +11,8 @@
 
 #include "ember/ember.h"
 
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace ops_convert_test {
 
 // Every float16 bit pattern except the signalling NaNs (F16C quiets them; the scalar
 // conversion keeps the bits).

@@ -15,7 +15,8 @@
 #include <vector>
 
 namespace ember {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace ops_join_test {
 
 using I64 = std::vector<int64_t>;
 using F32 = std::vector<float>;

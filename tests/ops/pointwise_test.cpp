@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace ops_pointwise_test {
 
 using namespace ember;
 

@@ -15,7 +15,8 @@
 #include "../autograd/grad_util.h"
 
 namespace ember {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace ops_pool_test {
 
 using testing::check_grads;
 using testing::Doubles;

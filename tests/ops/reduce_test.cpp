@@ -5,7 +5,8 @@
 #include <cmath>
 #include <vector>
 
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace ops_reduce_test {
 
 using namespace ember;
 

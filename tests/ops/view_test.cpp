@@ -16,7 +16,8 @@
 #include <ember/ember.h>
 
 namespace ember {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace ops_view_test {
 
 using namespace testing;  // I64, F32, Sizes, Longs, Floats, Doubles, ExpectError (test_util.h)
 

@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace optim_lr_scheduler_test {
 
 using namespace ember;
 

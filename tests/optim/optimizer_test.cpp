@@ -9,7 +9,8 @@
 #include <string>
 #include <vector>
 
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace optim_optimizer_test {
 
 using namespace ember;
 namespace F = ember::nn::functional;

@@ -14,7 +14,8 @@
 #include "ember/autograd/functions_index.h"
 #include "parity/grad_parity.h"
 
-namespace {
+// Named per file: the parity files are compiled in unity batches (Note [Build time]).
+namespace autograd_index_parity {
 
 using ember::Tensor;
 using TT = torch::Tensor;
@@ -357,4 +358,4 @@ TEST(AutogradIndexParity, SortTopkKthvalue) {
   }
 }
 
-}  // namespace
+}  // namespace autograd_index_parity

@@ -11,7 +11,8 @@
 
 #include "parity/grad_parity.h"
 
-namespace {
+// Named per file: the parity files are compiled in unity batches (Note [Build time]).
+namespace autograd_pointwise_parity {
 
 using ET = ember::Tensor;
 using TT = torch::Tensor;
@@ -150,4 +151,4 @@ TEST(GradParity, ReductionsAndViews) {
       {x});
 }
 
-}  // namespace
+}  // namespace autograd_pointwise_parity

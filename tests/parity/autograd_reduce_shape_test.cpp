@@ -12,7 +12,8 @@
 
 #include "parity/grad_parity.h"
 
-namespace {
+// Named per file: the parity files are compiled in unity batches (Note [Build time]).
+namespace autograd_reduce_shape_parity {
 
 using ET = ember::Tensor;
 using TT = torch::Tensor;
@@ -110,4 +111,4 @@ TEST(GradParity, Shaping) {
   run(cases, {R({5, 4}).t()});
 }
 
-}  // namespace
+}  // namespace autograd_reduce_shape_parity

@@ -15,7 +15,8 @@
 
 #include "parity/grad_parity.h"
 
-namespace {
+// Named per file: the parity files are compiled in unity batches (Note [Build time]).
+namespace conv_parity {
 
 using ET = ember::Tensor;
 using TT = torch::Tensor;
@@ -251,4 +252,4 @@ TEST(ConvParity, ModulesFloat32) {
   parity::expect_tensor_close(conv->bias.grad(), tconv->bias.grad(), "conv bias grad", 1e-4, 1e-4);
 }
 
-}  // namespace
+}  // namespace conv_parity

@@ -14,7 +14,8 @@
 
 #include "parity/torch_bridge.h"
 
-namespace {
+// Named per file: the parity files are compiled in unity batches (Note [Build time]).
+namespace index_parity {
 
 using ember::Tensor;
 using TT = torch::Tensor;
@@ -514,4 +515,4 @@ TEST(IndexParity, IndexPut) {
   EXPECT_GT(n, 100);
 }
 
-}  // namespace
+}  // namespace index_parity

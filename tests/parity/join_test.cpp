@@ -14,7 +14,8 @@
 
 #include "parity/torch_bridge.h"
 
-namespace {
+// Named per file: the parity files are compiled in unity batches (Note [Build time]).
+namespace join_parity {
 
 using I64 = std::vector<int64_t>;
 
@@ -600,4 +601,4 @@ TEST(JoinParity, BadInputsFailInBoth) {
                   "one_hot empty");
 }
 
-}  // namespace
+}  // namespace join_parity

@@ -21,7 +21,8 @@
 
 #include "parity/torch_bridge.h"
 
-namespace {
+// Named per file: the parity files are compiled in unity batches (Note [Build time]).
+namespace linalg_parity {
 
 using I64 = std::vector<int64_t>;
 using ETensor = ember::Tensor;
@@ -471,4 +472,4 @@ TEST(LinalgParity, SameErrors) {
   }
 }
 
-}  // namespace
+}  // namespace linalg_parity

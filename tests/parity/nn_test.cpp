@@ -11,7 +11,8 @@
 
 #include "parity/grad_parity.h"
 
-namespace {
+// Named per file: the parity files are compiled in unity batches (Note [Build time]).
+namespace nn_parity {
 
 using ET = ember::Tensor;
 using TT = torch::Tensor;
@@ -115,4 +116,4 @@ TEST(NNParity, Losses) {
       {R({4, 5}), R({4, 5})});
 }
 
-}  // namespace
+}  // namespace nn_parity

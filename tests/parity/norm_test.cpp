@@ -13,7 +13,8 @@
 
 #include "parity/grad_parity.h"
 
-namespace {
+// Named per file: the parity files are compiled in unity batches (Note [Build time]).
+namespace norm_parity {
 
 using ET = ember::Tensor;
 using TT = torch::Tensor;
@@ -211,4 +212,4 @@ TEST(NormParity, BatchNormDoubleBackward) {
   parity::expect_tensor_close(ew.grad(), tw.grad(), "double backward w", 1e-8, 1e-8);
 }
 
-}  // namespace
+}  // namespace norm_parity

@@ -18,7 +18,8 @@
 
 #include "parity/torch_bridge.h"
 
-namespace {
+// Named per file: the parity files are compiled in unity batches (Note [Build time]).
+namespace optim_parity {
 
 using ET = ember::Tensor;
 using TT = torch::Tensor;
@@ -366,4 +367,4 @@ TEST(OptimParity, SchedulerStateDictResume) {
   }
 }
 
-}  // namespace
+}  // namespace optim_parity

@@ -14,7 +14,8 @@
 
 #include "parity/torch_bridge.h"
 
-namespace {
+// Named per file: the parity files are compiled in unity batches (Note [Build time]).
+namespace pointwise_parity {
 
 using ember::DType;
 
@@ -375,4 +376,4 @@ TEST(PointwiseParity, WhereLerpIscloseClampTensor) {
   expect_match(i.clamp(0.5, 2.5), parity::to_torch(i).clamp(0.5, 2.5), "clamp int with float bounds");
 }
 
-}  // namespace
+}  // namespace pointwise_parity

@@ -12,7 +12,8 @@
 
 #include "parity/torch_bridge.h"
 
-namespace {
+// Named per file: the parity files are compiled in unity batches (Note [Build time]).
+namespace reduce_parity {
 
 using ember::DType;
 
@@ -212,4 +213,4 @@ TEST(ReduceDeterminism, BitIdenticalForOneAndTwoThreads) {
   ember::set_num_threads(saved);
 }
 
-}  // namespace
+}  // namespace reduce_parity

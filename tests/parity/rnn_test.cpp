@@ -13,7 +13,8 @@
 
 #include "parity/grad_parity.h"
 
-namespace {
+// Named per file: the parity files are compiled in unity batches (Note [Build time]).
+namespace rnn_parity {
 
 using ET = ember::Tensor;
 using TT = torch::Tensor;
@@ -220,4 +221,4 @@ TEST(TransformerParity, EncoderLayerPostAndPreNormEval) {
   }
 }
 
-}  // namespace
+}  // namespace rnn_parity

@@ -14,7 +14,8 @@
 
 #include "parity/torch_bridge.h"
 
-namespace {
+// Named per file: the parity files are compiled in unity batches (Note [Build time]).
+namespace sort_parity {
 
 using ember::Tensor;
 using TT = torch::Tensor;
@@ -317,4 +318,4 @@ TEST(SortParity, SearchSorted) {
   EXPECT_GT(n, 200);
 }
 
-}  // namespace
+}  // namespace sort_parity

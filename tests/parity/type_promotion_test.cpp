@@ -7,7 +7,8 @@
 
 #include "parity/torch_bridge.h"
 
-namespace {
+// Named per file: the parity files are compiled in unity batches (Note [Build time]).
+namespace type_promotion_parity {
 
 TEST(TypePromotionParity, PromoteTypesMatchesTorchForEveryPair) {
   for (int a = 0; a < ember::kNumDTypes; ++a) {
@@ -55,4 +56,4 @@ TEST(TypePromotionParity, ResultTypeMatchesTorch) {
   EXPECT_EQ(checked, ember::kNumDTypes * 2 * (3 + ember::kNumDTypes * 2));
 }
 
-}  // namespace
+}  // namespace type_promotion_parity

@@ -13,7 +13,8 @@
 
 #include "parity/torch_bridge.h"
 
-namespace {
+// Named per file: the parity files are compiled in unity batches (Note [Build time]).
+namespace view_parity {
 
 struct Case {
   std::string name;
@@ -187,4 +188,4 @@ TEST(ViewParity, CopyAndToConvertEveryDtypePairLikeTorch) {
   }
 }
 
-}  // namespace
+}  // namespace view_parity

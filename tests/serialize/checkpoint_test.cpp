@@ -29,7 +29,8 @@
 #include "ember/serialize/json.h"
 
 namespace ember {
-namespace {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace serialize_checkpoint_test {
 
 namespace fs = std::filesystem;
 

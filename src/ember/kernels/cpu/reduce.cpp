@@ -50,7 +50,8 @@ A sum_run(const T* p, int64_t n) {
     for (int k = 0; k < 8; ++k) acc[k] = wrapping_add(acc[k], static_cast<A>(static_cast<acc_t<T>>(p[i + k])));
   }
   for (int k = 0; i < n; ++i, ++k) acc[k] = wrapping_add(acc[k], static_cast<A>(static_cast<acc_t<T>>(p[i])));
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  const auto add = [](A a, A b) { return wrapping_add(a, b); };
+  return add(add(add(acc[0], acc[1]), add(acc[2], acc[3])), add(add(acc[4], acc[5]), add(acc[6], acc[7])));
 }
 
 // Reduces each (o, :, i) with `step(acc, x)` from `init`, finishing with `done(acc, len)`;
