@@ -239,6 +239,17 @@ TEST(IntegerOverflow, AsStridedSpanOverflow) {
   EXPECT_EQ(CaughtError([] { ones({4}).as_strided({2}, {1}, kMax); }).op(), "as_strided");
 }
 
+// Found by ember_fuzz (seed 20261124, UBSan): zero channels admit any num_groups, and
+// N * num_groups overflowed while shaping the rows.
+TEST(IntegerOverflow, GroupNormOfZeroChannelsWithHugeGroupCount) {
+  namespace F = nn::functional;
+  const Tensor x = randn({5, 0, 3});
+  const Tensor y = F::group_norm(x, int64_t{1} << 62);
+  EXPECT_EQ(y.sizes(), IntArrayRef({5, 0, 3}));
+  EXPECT_EQ(F::group_norm(x, 7, ones({0}), zeros({0})).sizes(), IntArrayRef({5, 0, 3}));
+  EXPECT_EQ(CaughtError([] { F::group_norm(randn({5, 6, 3}), int64_t{1} << 62); }).op(), "group_norm");
+}
+
 TEST(IntegerOverflow, SliceAndUnfoldWithHugeSteps) {
   const Tensor t = arange(10);
   const Tensor s = t.slice(0, 0, 10, kMax);  // one element: the stride is never used

@@ -181,10 +181,16 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
   }
   // Each (sample, group) is one row of the layer-norm kernel; the per-channel affine
   // follows as ordinary (differentiable) ops.
-  int64_t spatial = 1;
-  for (int64_t d = 2; d < input.dim(); ++d) spatial *= input.size(d);
-  const Tensor rows = input.reshape({n * num_groups, (c / num_groups) * spatial});
-  Tensor out = row_norm("NativeGroupNormBackward0", rows, 1, Tensor(), Tensor(), eps).view(input.sizes());
+  Tensor out;
+  if (input.numel() == 0) {
+    // Nothing to normalise; the row count below could overflow (C = 0 admits any num_groups).
+    out = input.clone();
+  } else {
+    int64_t spatial = 1;  // n * num_groups and the row length are at most numel: no overflow
+    for (int64_t d = 2; d < input.dim(); ++d) spatial *= input.size(d);
+    const Tensor rows = input.reshape({n * num_groups, (c / num_groups) * spatial});
+    out = row_norm("NativeGroupNormBackward0", rows, 1, Tensor(), Tensor(), eps).view(input.sizes());
+  }
   DimVector shape(static_cast<size_t>(input.dim()), 1);
   shape[1] = c;
   if (weight.defined()) out = out * weight.view(shape);
