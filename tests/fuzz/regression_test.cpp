@@ -239,6 +239,51 @@ TEST(IntegerOverflow, AsStridedSpanOverflow) {
   EXPECT_EQ(CaughtError([] { ones({4}).as_strided({2}, {1}, kMax); }).op(), "as_strided");
 }
 
+// Found by ember_fuzz (seed 20261124, ASan): with dilation 5 and padding 1 on a height-2
+// input, a window's taps (-1 and 4) all fall outside the input. Its output is -inf (as in
+// PyTorch) and its index was one past the plane, so the backward wrote out of bounds; the
+// index is now -1 and the backward and double backward skip it.
+TEST(PoolBounds, DilatedWindowWithNoInputElement) {
+  const Tensor x = randn({4, 2, 3}).requires_grad_();
+  const auto [y, idx] = max_pool2d_with_indices(x, {2, 2}, {3, 3}, {1, 1}, {5, 3}, /*ceil_mode=*/true);
+  ASSERT_EQ(y.sizes(), IntArrayRef({4, 1, 2}));
+  const Tensor yc = y.detach().contiguous(), ic = idx.contiguous();
+  for (int64_t i = 0; i < yc.numel(); ++i) {
+    EXPECT_EQ(yc.data_ptr<float>()[i], -std::numeric_limits<float>::infinity()) << i;
+    EXPECT_EQ(ic.data_ptr<int64_t>()[i], -1) << i;
+  }
+  y.sum().backward();
+  EXPECT_TRUE(x.grad().equal(zeros({4, 2, 3})));
+  // Double backward: the gradient's own backward gathers at the indices.
+  const Tensor xg = randn({4, 2, 3}).requires_grad_();
+  const Tensor v = ones({4, 1, 2}).requires_grad_();
+  const Tensor yg = max_pool2d(xg, {2, 2}, {3, 3}, {1, 1}, {5, 3}, true);
+  const Tensor g = autograd::grad({yg}, {xg}, {v}, std::nullopt, /*create_graph=*/true)[0];
+  EXPECT_TRUE(g.equal(zeros({4, 2, 3})));
+  const Tensor gv = autograd::grad({(g * randn({4, 2, 3})).sum()}, {v})[0];
+  EXPECT_TRUE(gv.equal(zeros({4, 1, 2})));
+}
+
+// With ceil_mode an odd size adds a last 2x2 window that hangs over the edge: the 2x2 fast
+// path must not take it.
+TEST(PoolBounds, CeilModeTwoByTwoWindowsOverTheEdge) {
+  const Tensor x = arange(25, TensorOptions(kFloat32)).view({1, 1, 5, 5});
+  const auto [y, idx] = max_pool2d_with_indices(x, {2, 2}, {2, 2}, {0, 0}, {1, 1}, /*ceil_mode=*/true);
+  ASSERT_EQ(y.sizes(), IntArrayRef({1, 1, 3, 3}));
+  // Each window's maximum is its bottom-right element inside the 5x5 plane.
+  const std::vector<float> want_y{6, 8, 9, 16, 18, 19, 21, 23, 24};
+  const std::vector<int64_t> want_idx{6, 8, 9, 16, 18, 19, 21, 23, 24};
+  const Tensor yc = y.contiguous(), ic = idx.contiguous();
+  for (size_t i = 0; i < want_y.size(); ++i) {
+    EXPECT_EQ(yc.data_ptr<float>()[i], want_y[i]) << i;
+    EXPECT_EQ(ic.data_ptr<int64_t>()[i], want_idx[i]) << i;
+  }
+  const Tensor xr = x.detach().requires_grad_();
+  max_pool2d(xr, {2, 2}, {2, 2}, {0, 0}, {1, 1}, true).sum().backward();
+  EXPECT_EQ(xr.grad().sum().item<float>(), 9.0f);
+  EXPECT_EQ(xr.grad().view({25}).data_ptr<float>()[24], 1.0f);
+}
+
 // Found by ember_fuzz (seed 20261124, UBSan): zero channels admit any num_groups, and
 // N * num_groups overflowed while shaping the rows.
 TEST(IntegerOverflow, GroupNormOfZeroChannelsWithHugeGroupCount) {

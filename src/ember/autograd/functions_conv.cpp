@@ -5,6 +5,7 @@
 #include "ember/autograd/fn_node.h"
 #include "ember/ops/conv_prim.h"
 #include "ember/ops/index.h"
+#include "ember/ops/pointwise.h"
 
 namespace ember::autograd::fn {
 
@@ -78,8 +79,11 @@ variable_list conv_formula(FnNode& n, const variable_list& grads) {
 //   Adaptive <-> AdaptiveBackward.
 Tensor gather_at(const Tensor& grad_input, const Tensor& indices, const PoolGeometry& g) {
   // grad_input (..., H, W) read at each plane's indices gives (..., OH, OW).
+  // Index -1 (a window with no input element, Note in kernels/cpu/pool.cpp) reads 0.
   const Tensor flat = grad_input.reshape({g.planes, g.in_h * g.in_w});
-  return flat.gather(1, indices.reshape({g.planes, g.out_h * g.out_w})).view(indices.sizes());
+  const Tensor idx = indices.reshape({g.planes, g.out_h * g.out_w});
+  const Tensor got = flat.gather(1, idx.clamp_min(0));
+  return ember::where(idx >= 0, got, 0.0).view(indices.sizes());
 }
 
 variable_list max_pool_formula(FnNode& n, const variable_list& grads) {

@@ -130,8 +130,10 @@ void max_pool_2x2_plane_avx2(const float* x, float* y, int64_t* idx, const PoolG
 template <typename T>
 void max_pool_plane(const T* x, T* y, int64_t* idx, const PoolGeometry& g) {
   const int64_t H = g.in_h, W = g.in_w;
+  // The 2x2 fast path reads whole windows: with ceil_mode an odd size adds a last window
+  // that hangs over the edge, which only the general loop clips.
   const bool fast2 = g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 &&
-                     g.pad_w == 0 && g.dil_h == 1 && g.dil_w == 1;
+                     g.pad_w == 0 && g.dil_h == 1 && g.dil_w == 1 && 2 * g.out_h <= H && 2 * g.out_w <= W;
 #if defined(__AVX2__)
   // 32-bit index arithmetic there: the plane must be smaller than 2^31 elements.
   if constexpr (std::is_same_v<T, float>) {
@@ -199,7 +201,9 @@ void max_pool_plane(const T* x, T* y, int64_t* idx, const PoolGeometry& g) {
         }
       }
       y[oh * g.out_w + ow] = best;
-      if (idx) idx[oh * g.out_w + ow] = at;
+      // A dilated window can fall entirely into the padding: its output is -inf (as in
+      // PyTorch) and its index -1, since no input element is its maximum.
+      if (idx) idx[oh * g.out_w + ow] = h0 < h1 && w0 < w1 ? at : -1;
     }
   }
 }
@@ -258,7 +262,9 @@ void max_pool2d_backward(const Tensor& grad_input, const Tensor& grad_out, const
         T* d = dx + p * in_plane;
         const T* s = dy + p * out_plane;
         const int64_t* ip = idx + p * out_plane;
-        for (int64_t i = 0; i < out_plane; ++i) d[ip[i]] += s[i];
+        for (int64_t i = 0; i < out_plane; ++i) {
+          if (ip[i] >= 0) d[ip[i]] += s[i];  // -1: a window with no input element
+        }
       }
     });
   });
