@@ -237,6 +237,11 @@ TEST(IntegerOverflow, AsStridedSpanOverflow) {
   EXPECT_EQ(e.op(), "as_strided");
   EXPECT_NE(std::string(e.message()).find("reach past int64 elements"), std::string::npos) << e.what();
   EXPECT_EQ(CaughtError([] { ones({4}).as_strided({2}, {1}, kMax); }).op(), "as_strided");
+  // ember_fuzz seed 20261124 (UBSan): an empty view may start anywhere, but its offset in
+  // bytes must fit in int64 (data() multiplies it by the element size).
+  const Error e2 = CaughtError([] { ones({4}, TensorOptions(kFloat16)).as_strided({0}, {1}, kMax); });
+  EXPECT_NE(std::string(e2.message()).find("is beyond any address"), std::string::npos) << e2.what();
+  EXPECT_EQ(ones({4}).as_strided({0}, {1}, 1000).numel(), 0);  // far but addressable: allowed
 }
 
 // Found by ember_fuzz (seed 20261124, ASan): with dilation 5 and padding 1 on a height-2

@@ -181,6 +181,10 @@ Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides,
               sizes, " has ", sizes.size(), " dims but strides ", strides, " has ", strides.size());
   const int64_t offset = storage_offset.value_or(this->storage_offset());
   EMBER_CHECK(offset >= 0, "[as_strided] storage offset must be non-negative, got ", offset);
+  // Even an empty view (which may start anywhere, as in PyTorch) must have an address.
+  int64_t offset_bytes = 0;
+  EMBER_CHECK(!__builtin_mul_overflow(offset, static_cast<int64_t>(element_size()), &offset_bytes),
+              "[as_strided] storage offset ", offset, " of ", dtype(), " elements is beyond any address");
   int64_t last = offset;  // highest element index reached
   bool empty = false;
   for (size_t i = 0; i < sizes.size(); ++i) {
