@@ -69,8 +69,8 @@ fuzz: setup
 	  $(CMAKE_FLAGS) > $(ASAN_DIR).configure.log 2>&1 || (cat $(ASAN_DIR).configure.log; exit 1)
 	@cmake --build $(ASAN_DIR) -j $(JOBS) --target ember_fuzz
 	@./$(ASAN_DIR)/tests/ember_fuzz --check-coverage .
-	@ASAN_OPTIONS=allocator_may_return_null=1 EMBER_FUZZ_SEED=$(FUZZ_SEED) ./$(ASAN_DIR)/tests/ember_fuzz --seconds $(FUZZ_SECONDS)
-	@ASAN_OPTIONS=allocator_may_return_null=1 EMBER_FUZZ_SEED=$(FUZZ_SEED) ./$(ASAN_DIR)/tests/ember_fuzz --files --seconds $(FUZZ_FILE_SECONDS)
+	@ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:abort_on_error=1 EMBER_FUZZ_SEED=$(FUZZ_SEED) ./$(ASAN_DIR)/tests/ember_fuzz --seconds $(FUZZ_SECONDS)
+	@ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:abort_on_error=1 EMBER_FUZZ_SEED=$(FUZZ_SEED) ./$(ASAN_DIR)/tests/ember_fuzz --files --seconds $(FUZZ_FILE_SECONDS)
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(BUILD_DIR).configure.log $(ASAN_DIR).configure.log
