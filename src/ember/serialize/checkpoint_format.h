@@ -34,8 +34,9 @@ inline constexpr uint64_t kMaxJsonValues = uint64_t{1} << 22;
 // string) is at most twice the file; what can outgrow the text is the parsed JSON and the
 // decoded Value (a JSON value can be 2 bytes of text, "0,", and up to ~kBytesPerParsedValue
 // of memory: its parsed node, its decoded Value, and the spare capacity and reallocation
-// copies of the vectors holding them). So the two parses together may hold at most max_json_values(file size) values,
-// and save() refuses a value whose file would exceed that (what save writes, load reads).
+// copies of the vectors holding them). So the two parses together may hold at most
+// max_json_values(file size) values, and save() refuses a value whose file would exceed
+// that (what save writes, load reads).
 inline constexpr uint64_t kLoadSlackBytes = uint64_t{64} << 20;
 inline constexpr uint64_t kBytesPerParsedValue = 640;
 inline constexpr uint64_t max_json_values(uint64_t file_bytes) {
