@@ -269,6 +269,16 @@ TEST(PoolBounds, DilatedWindowWithNoInputElement) {
   EXPECT_TRUE(gv.equal(zeros({4, 1, 2})));
 }
 
+// Found by ember_fuzz (seed 20261124 call 7178367, a 5-s hang under ASan): an adaptive
+// output of 2^40 x 0 has no elements, but the backward walked its 2^40 rows.
+TEST(PoolBounds, AdaptiveOutputWithNoElementsSendsNoGradient) {
+  const Tensor x = randn({4, 1, 3}).to(kBFloat16).requires_grad_();
+  const Tensor y = adaptive_avg_pool2d(x, {int64_t{1} << 40, 0});
+  EXPECT_EQ(y.sizes(), IntArrayRef({4, int64_t{1} << 40, 0}));
+  y.sum().backward();
+  EXPECT_TRUE(x.grad().equal(zeros({4, 1, 3}).to(kBFloat16)));
+}
+
 // With ceil_mode an odd size adds a last 2x2 window that hangs over the edge: the 2x2 fast
 // path must not take it.
 TEST(PoolBounds, CeilModeTwoByTwoWindowsOverTheEdge) {

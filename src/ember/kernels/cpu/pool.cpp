@@ -360,6 +360,9 @@ void adaptive_avg_pool2d_backward(const Tensor& grad_input, const Tensor& grad_o
     const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
     parallel_for(0, g.planes, plane_grain(g), [&](int64_t begin, int64_t end) {
       std::fill(dx + begin * in_plane, dx + end * in_plane, T(0));
+      // An empty output (e.g. 2^40 x 0, which adaptive pooling may be asked for) sends no
+      // gradient: skip the rows instead of walking 2^40 of them.
+      if (out_plane == 0) return;
       for (int64_t p = begin; p < end; ++p) {
         T* dp = dx + p * in_plane;
         const T* sp = dy + p * out_plane;
