@@ -63,14 +63,16 @@ sanitize: setup
 FUZZ_SECONDS ?= 3600
 FUZZ_FILE_SECONDS ?= 600
 FUZZ_SEED ?=
+FUZZ_ENV = ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:abort_on_error=1 \
+  EMBER_FUZZ_SEED=$(FUZZ_SEED)
 fuzz: setup
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=address,undefined \
 	  -DEMBER_NATIVE=$(NATIVE) -DEMBER_BUILD_PARITY=OFF -DEMBER_BUILD_BENCH=OFF \
 	  $(CMAKE_FLAGS) > $(ASAN_DIR).configure.log 2>&1 || (cat $(ASAN_DIR).configure.log; exit 1)
 	@cmake --build $(ASAN_DIR) -j $(JOBS) --target ember_fuzz
 	@./$(ASAN_DIR)/tests/ember_fuzz --check-coverage .
-	@ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:abort_on_error=1 EMBER_FUZZ_SEED=$(FUZZ_SEED) ./$(ASAN_DIR)/tests/ember_fuzz --seconds $(FUZZ_SECONDS)
-	@ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:abort_on_error=1 EMBER_FUZZ_SEED=$(FUZZ_SEED) ./$(ASAN_DIR)/tests/ember_fuzz --files --seconds $(FUZZ_FILE_SECONDS)
+	@$(FUZZ_ENV) ./$(ASAN_DIR)/tests/ember_fuzz --seconds $(FUZZ_SECONDS)
+	@$(FUZZ_ENV) ./$(ASAN_DIR)/tests/ember_fuzz --files --seconds $(FUZZ_FILE_SECONDS)
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(BUILD_DIR).configure.log $(ASAN_DIR).configure.log
