@@ -4,7 +4,8 @@
 #   make            build (Release, -O3, portable: x86-64-v2 + per-ISA kernels chosen at run time)
 #   make test       build and run every test (CTest)
 #   make demo       build and train the main example (a CNN on Fashion-MNIST, 2 epochs)
-#   make bench      build and run the benchmarks (ember vs PyTorch, same process)
+#   make bench      build and run the benchmarks: ember and PyTorch each in its own process,
+#                   5 interleaved rounds (BENCH_FLAGS="--only softmax --rounds 7", see bench/run.py)
 #   make bench-train  one epoch of the main job in ember and in PyTorch, side by side
 #   make sanitize   build with -fsanitize=address,undefined in build-asan/ and run the tests
 #   make fuzz       the op fuzzer under ASan+UBSan for FUZZ_SECONDS (default 3600), seed FUZZ_SEED
@@ -40,15 +41,10 @@ DEMO_FLAGS ?=
 demo: build
 	@./$(BUILD_DIR)/examples/fashion_mnist --epochs 2 --out $(BUILD_DIR)/demo $(DEMO_FLAGS)
 
+BENCH_FLAGS ?=
 bench: build
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target ember_benchmarks
-	@./$(BUILD_DIR)/bench/bench_ops
-	@./$(BUILD_DIR)/bench/bench_autograd
-	@./$(BUILD_DIR)/bench/bench_conv
-	@./$(BUILD_DIR)/bench/bench_data
-	@./$(BUILD_DIR)/bench/bench_optim
-	@./$(BUILD_DIR)/bench/bench_norm
-	@./$(BUILD_DIR)/bench/bench_rnn
+	@/usr/bin/python3 bench/run.py --build $(BUILD_DIR) $(BENCH_FLAGS)
 
 bench-train: build
 	@/usr/bin/python3 bench/train_fashion_mnist.py --build $(BUILD_DIR)

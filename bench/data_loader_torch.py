@@ -1,17 +1,20 @@
-"""The PyTorch side of bench/data.cpp: one epoch of Fashion-MNIST through
-torch.utils.data.DataLoader (batch 64, shuffle, 2 worker processes), with the per-sample
+"""The PyTorch side of bench/data.cpp: epochs of Fashion-MNIST through
+torch.utils.data.DataLoader (batch 64, shuffle, N worker processes), with the per-sample
 work torchvision would do: uint8 -> float / 255 (ToTensor) and Normalize(mean, std).
-Prints `load_s <seconds>` and `samples_per_s <rate>` for bench_data to parse."""
+
+  python3 bench/data_loader_torch.py [--root DIR] [--workers 2] [--reps 3]
+
+Prints `summary: ms=<median epoch ms> min=.. max=.. reps=..` as the C++ benchmark programs
+do (bench/harness.h), after one untimed epoch."""
+import argparse
 import gzip
-import sys
+import os
 import time
 
 import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-ROOT = sys.argv[1] if len(sys.argv) > 1 else "/usr/share/datasets/fashion-mnist"
-WORKERS = int(sys.argv[2]) if len(sys.argv) > 2 else 2
 BATCH = 64
 MEAN, STD = 0.2860, 0.3530
 
@@ -41,20 +44,26 @@ class FashionMNIST(Dataset):
 
 
 def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--root", default=os.environ.get("EMBER_FASHION_MNIST", "/usr/share/datasets/fashion-mnist"))
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--reps", type=int, default=3)
+    args = p.parse_args()
     torch.manual_seed(0)
-    t0 = time.perf_counter()
-    ds = FashionMNIST(ROOT)
-    t1 = time.perf_counter()
-    loader = DataLoader(ds, batch_size=BATCH, shuffle=True, num_workers=WORKERS)
-    n = 0
-    start = time.perf_counter()
-    for x, y in loader:
-        n += x.shape[0]
-    epoch = time.perf_counter() - start
-    assert n == len(ds), n
-    print(f"load_s {t1 - t0:.4f}")
-    print(f"epoch_s {epoch:.4f}")
-    print(f"samples_per_s {n / epoch:.1f}")
+    ds = FashionMNIST(args.root)
+    loader = DataLoader(ds, batch_size=BATCH, shuffle=True, num_workers=args.workers)
+    times = []
+    for rep in range(args.reps + 1):
+        n = 0
+        start = time.perf_counter()
+        for x, y in loader:
+            n += x.shape[0]
+        if rep > 0:  # the first epoch warms up
+            times.append((time.perf_counter() - start) * 1000)
+        assert n == len(ds), n
+    times.sort()
+    print(f"library: torch {torch.__version__} (Python), {args.workers} loader workers")
+    print(f"summary: ms={times[len(times) // 2]:.6g} min={times[0]:.6g} max={times[-1]:.6g} reps={args.reps}")
 
 
 if __name__ == "__main__":

@@ -1,112 +1,191 @@
-// bench/ops: ember vs libtorch 1.13 on the same inputs, in one process, both with the
-// same number of threads (2 by default, --threads N). Prints one line per case with
-// both medians and the ratio ember/torch (below 1.0 means ember is faster).
+// bench/ops: element-wise ops, reductions, softmax, matmul and indexing
+// (bench/harness.h: built once against ember and once against libtorch;
+// bench/run.py runs each case in its own process and prints ember/torch).
 
-#include <torch/torch.h>
+#include "harness.h"
 
-#include <ember/ember.h>
-
-#include "bench_util.h"
-
-#include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <cstring>
-#include <functional>
-#include <string>
-#include <vector>
+#include <cstdint>
+#include <memory>
 
 namespace {
 
-using bench::median_ms;
-using bench::to_torch;
+using bench::Case;
+using bench::keep;
+using bench::Limit;
+using bench::Tensor;
 
+constexpr int64_t kBig =
+    16 * 1024 * 1024; // 64 MB of float32: far beyond the caches
+constexpr double kBigBytes = kBig * 4.0;
+constexpr int64_t kRows = 4096; // softmax / reductions over a 4096x4096 matrix
+constexpr double kMatBytes = kRows * kRows * 4.0;
 
+// A case on one or two random float32 vectors (or matrices) of the given shape.
+Case unary(std::string name, std::vector<int64_t> shape,
+           std::function<Tensor(Tensor &)> f, double bytes, Limit limit,
+           int reps = 15, int inner = 1) {
+  return {std::move(name),
+          [shape, f] {
+            auto a = std::make_shared<Tensor>(lib::randn(shape));
+            return std::function<void()>([a, f] { keep(f(*a)); });
+          },
+          reps,
+          inner,
+          bytes,
+          0,
+          limit};
+}
 
-struct Case {
-  std::string name;
-  std::function<void()> ember_fn, torch_fn;
-  int reps;
-  int inner = 1;  // calls per timed run (for microsecond cases)
-};
+Case binary(std::string name, std::vector<int64_t> shape,
+            std::function<Tensor(Tensor &, Tensor &)> f, double bytes,
+            Limit limit, int reps = 15, int inner = 1) {
+  return {std::move(name),
+          [shape, f] {
+            auto a = std::make_shared<Tensor>(lib::randn(shape));
+            auto b = std::make_shared<Tensor>(lib::randn(shape));
+            return std::function<void()>([a, b, f] { keep(f(*a, *b)); });
+          },
+          reps,
+          inner,
+          bytes,
+          0,
+          limit};
+}
 
-}  // namespace
+Case matmul(int64_t n) {
+  const double flops = 2.0 * n * n * n;
+  return {"matmul " + std::to_string(n),
+          [n] {
+            auto a = std::make_shared<Tensor>(lib::randn({n, n}));
+            return std::function<void()>([a] { keep(a->matmul(*a)); });
+          },
+          n >= 2048 ? 5 : 15,
+          n <= 256 ? 10 : 1,
+          0,
+          flops,
+          Limit::Gemm};
+}
 
-int main(int argc, char** argv) {
-  int threads = 2;
-  std::string only;
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
-    else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
-  }
-  ember::set_num_threads(threads);
-  torch::set_num_threads(threads);
-  torch::NoGradGuard no_grad;
-  ember::manual_seed(0);
-
-  ember::Tensor tiny_a = ember::randn({10}), tiny_b = ember::randn({10});
-  torch::Tensor ttiny_a = to_torch(tiny_a), ttiny_b = to_torch(tiny_b);
-  const int64_t big = 16 * 1024 * 1024;
-  ember::Tensor a = ember::randn({big}), b = ember::randn({big});
-  torch::Tensor ta = to_torch(a), tb = to_torch(b);
-  ember::Tensor rows = ember::randn({4096, 4096});
-  torch::Tensor trows = to_torch(rows);
-  std::vector<std::pair<ember::Tensor, torch::Tensor>> mats;
-  for (int n : {256, 1024, 2048}) {
-    ember::Tensor m = ember::randn({n, n});
-    mats.emplace_back(m, to_torch(m));
-  }
-  ember::Tensor b1 = ember::randn({64, 128, 128}), b2 = ember::randn({64, 128, 128});
-  torch::Tensor tb1 = to_torch(b1), tb2 = to_torch(b2);
-  ember::Tensor half1 = ember::randn({500000, 16}), half2 = ember::randn({500000, 16});
-  torch::Tensor thalf1 = to_torch(half1), thalf2 = to_torch(half2);
-  ember::Tensor table = ember::randn({1000000, 16});
-  ember::Tensor idx = ember::randperm(1000000);
-  torch::Tensor ttable = to_torch(table), tidx = to_torch(idx);
-
-  volatile float sink = 0;
-  std::vector<Case> cases = {
-      {"add 10 elements (latency)", [&] { sink = sink + (tiny_a + tiny_b).data_ptr<float>()[0]; },
-       [&] { sink = sink + (ttiny_a + ttiny_b).data_ptr<float>()[0]; }, 30, 2000},
-      {"add 16M", [&] { ember::Tensor r = a + b; }, [&] { torch::Tensor r = ta + tb; }, 15},
-      {"mul 16M", [&] { ember::Tensor r = a * b; }, [&] { torch::Tensor r = ta * tb; }, 15},
-      {"exp 16M", [&] { ember::Tensor r = a.exp(); }, [&] { torch::Tensor r = ta.exp(); }, 15},
-      {"tanh 16M", [&] { ember::Tensor r = a.tanh(); }, [&] { torch::Tensor r = ta.tanh(); }, 15},
-      // In-place: no output allocation, so these time the kernels alone.
-      {"add_ 16M (in place)", [&] { a.add_(b); }, [&] { ta.add_(tb); }, 15},
-      {"clamp_ 16M (in place)", [&] { a.clamp_(-10, 10); }, [&] { ta.clamp_(-10, 10); }, 15},
-      {"exp_ 16M (in place)", [&] { a.clamp_(-10, 10).exp_(); }, [&] { ta.clamp_(-10, 10).exp_(); }, 15},
-      {"sum 16M", [&] { sink = sink + a.sum().item<float>(); }, [&] { sink = sink + ta.sum().item<float>(); }, 15},
-      {"softmax rows 4096x4096", [&] { ember::Tensor r = rows.softmax(1); },
-       [&] { torch::Tensor r = trows.softmax(1); }, 10},
-      {"matmul 256", [&] { ember::Tensor r = mats[0].first.matmul(mats[0].first); },
-       [&] { torch::Tensor r = mats[0].second.matmul(mats[0].second); }, 30},
-      {"matmul 1024", [&] { ember::Tensor r = mats[1].first.matmul(mats[1].first); },
-       [&] { torch::Tensor r = mats[1].second.matmul(mats[1].second); }, 10},
-      {"matmul 2048", [&] { ember::Tensor r = mats[2].first.matmul(mats[2].first); },
-       [&] { torch::Tensor r = mats[2].second.matmul(mats[2].second); }, 5},
-      {"bmm 64x(128x128)", [&] { ember::Tensor r = b1.bmm(b2); }, [&] { torch::Tensor r = tb1.bmm(tb2); }, 15},
-      {"cat 2x(500k,16) -> 1M rows", [&] { ember::Tensor r = ember::cat({half1, half2}); },
-       [&] { torch::Tensor r = torch::cat({thalf1, thalf2}); }, 15},
-      {"index_select 1M rows of 16", [&] { ember::Tensor r = table.index_select(0, idx); },
-       [&] { torch::Tensor r = ttable.index_select(0, tidx); }, 15},
+std::vector<Case> cases() {
+  const std::vector<int64_t> tiny{10}, big{kBig}, mat{kRows, kRows};
+  return {
+      // Per-op overhead: a 10-element op, timed per call.
+      binary(
+          "add 10 elements (per call)", tiny,
+          [](Tensor &a, Tensor &b) { return a + b; }, 0, Limit::None, 21, 5000),
+      unary(
+          "relu 10 elements (per call)", tiny,
+          [](Tensor &a) { return a.relu(); }, 0, Limit::None, 21, 5000),
+      {"add 10 elements, no grad mode (per call)",
+       [] {
+         auto a = std::make_shared<Tensor>(lib::randn({10})),
+              b = std::make_shared<Tensor>(lib::randn({10}));
+         return std::function<void()>([a, b] {
+           lib::NoGradGuard g;
+           keep(*a + *b);
+         });
+       },
+       21, 5000},
+      // Memory-bound element-wise ops (bytes: inputs read + output written).
+      binary(
+          "add 16M", big, [](Tensor &a, Tensor &b) { return a + b; },
+          3 * kBigBytes, Limit::Copy),
+      binary(
+          "mul 16M", big, [](Tensor &a, Tensor &b) { return a * b; },
+          3 * kBigBytes, Limit::Copy),
+      unary(
+          "exp 16M", big, [](Tensor &a) { return a.exp(); }, 2 * kBigBytes,
+          Limit::Copy),
+      unary(
+          "tanh 16M", big, [](Tensor &a) { return a.tanh(); }, 2 * kBigBytes,
+          Limit::Copy),
+      binary(
+          "add_ 16M (in place)", big,
+          [](Tensor &a, Tensor &b) { return a.add_(b); }, 3 * kBigBytes,
+          Limit::Copy),
+      unary(
+          "clamp_ 16M (in place)", big,
+          [](Tensor &a) { return a.clamp_(-10, 10); }, 2 * kBigBytes,
+          Limit::Copy),
+      // Reductions (bytes: the input read once).
+      unary(
+          "sum 16M", big, [](Tensor &a) { return a.sum(); }, kBigBytes,
+          Limit::Read),
+      unary(
+          "mean 16M", big, [](Tensor &a) { return a.mean(); }, kBigBytes,
+          Limit::Read),
+      unary(
+          "sum rows 4096x4096 (dim 1)", mat, [](Tensor &a) { return a.sum(1); },
+          kMatBytes, Limit::Read),
+      unary(
+          "sum columns 4096x4096 (dim 0)", mat,
+          [](Tensor &a) { return a.sum(0); }, kMatBytes, Limit::Read),
+      unary(
+          "mean rows 4096x4096 (dim 1)", mat,
+          [](Tensor &a) { return a.mean({1}); }, kMatBytes, Limit::Read),
+      unary(
+          "amax rows 4096x4096 (dim 1)", mat,
+          [](Tensor &a) { return a.amax({1}); }, kMatBytes, Limit::Read),
+      unary(
+          "amax columns 4096x4096 (dim 0)", mat,
+          [](Tensor &a) { return a.amax({0}); }, kMatBytes, Limit::Read),
+      unary(
+          "var rows 4096x4096 (dim 1)", mat,
+          [](Tensor &a) { return a.var({1}); }, kMatBytes, Limit::Read),
+      unary(
+          "var columns 4096x4096 (dim 0)", mat,
+          [](Tensor &a) { return a.var({0}); }, kMatBytes, Limit::Read),
+      // Row-wise normalisations (bytes: input read + output written).
+      unary(
+          "softmax rows 4096x4096", mat, [](Tensor &a) { return a.softmax(1); },
+          2 * kMatBytes, Limit::Copy, 10),
+      unary(
+          "log_softmax rows 4096x4096", mat,
+          [](Tensor &a) { return a.log_softmax(1); }, 2 * kMatBytes,
+          Limit::Copy, 10),
+      unary(
+          "softmax columns 4096x4096 (dim 0)", mat,
+          [](Tensor &a) { return a.softmax(0); }, 2 * kMatBytes, Limit::Copy,
+          10),
+      {"cross_entropy 4096x1000 (mean)",
+       [] {
+         auto x = std::make_shared<Tensor>(lib::randn({4096, 1000}));
+         auto t = std::make_shared<Tensor>(lib::randint(0, 1000, {4096}));
+         return std::function<void()>(
+             [x, t] { keep(lib::nn::functional::cross_entropy(*x, *t)); });
+       },
+       15, 1, 4096 * 1000 * 4.0, 0, Limit::Read},
+      // GEMM (flops: 2 n^3).
+      matmul(256),
+      matmul(1024),
+      matmul(2048),
+      {"bmm 64x(128x128)",
+       [] {
+         auto a = std::make_shared<Tensor>(lib::randn({64, 128, 128}));
+         return std::function<void()>([a] { keep(a->bmm(*a)); });
+       },
+       15, 1, 0, 2.0 * 64 * 128 * 128 * 128, Limit::Gemm},
+      // Copies and gathers.
+      {"cat 2x(500k,16) -> 1M rows",
+       [] {
+         auto a = std::make_shared<Tensor>(lib::randn({500000, 16})),
+              b = std::make_shared<Tensor>(lib::randn({500000, 16}));
+         return std::function<void()>([a, b] { keep(lib::cat({*a, *b})); });
+       },
+       15, 1, 2 * 1000000 * 16 * 4.0, 0, Limit::Copy},
+      {"index_select 1M rows of 16",
+       [] {
+         auto table = std::make_shared<Tensor>(lib::randn({1000000, 16}));
+         auto idx = std::make_shared<Tensor>(lib::randperm(1000000));
+         return std::function<void()>(
+             [table, idx] { keep(table->index_select(0, *idx)); });
+       },
+       15, 1, 1000000 * (2 * 16 * 4.0 + 8), 0, Limit::Copy},
   };
+}
 
-  std::printf("bench/ops: ember vs libtorch %s, %d threads, median of N runs\n", TORCH_VERSION, threads);
-  std::printf("%-30s %12s %12s %8s\n", "case", "ember ms", "torch ms", "ratio");
-  int slower = 0;
-  for (const auto& c : cases) {
-    if (!only.empty() && c.name.find(only) == std::string::npos) continue;
-    auto run_e = [&] { for (int i = 0; i < c.inner; ++i) c.ember_fn(); };
-    auto run_t = [&] { for (int i = 0; i < c.inner; ++i) c.torch_fn(); };
-    // Interleave the two libraries so machine noise hits both alike.
-    double e1 = median_ms(run_e, c.reps, 2), t1 = median_ms(run_t, c.reps, 2);
-    double e2 = median_ms(run_e, c.reps, 0), t2 = median_ms(run_t, c.reps, 0);
-    double e = std::min(e1, e2) / c.inner, t = std::min(t1, t2) / c.inner;
-    const char* unit = c.inner > 1 ? " (per call)" : "";
-    std::printf("%-30s %12.4f %12.4f %8.2f%s\n", c.name.c_str(), e, t, e / t, unit);
-    if (e > t) ++slower;
-  }
-  std::printf("cases where ember is slower than torch: %d\n", slower);
-  return 0;
+} // namespace
+
+int main(int argc, char **argv) {
+  return bench::main_with_cases(argc, argv, cases());
 }
