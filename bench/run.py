@@ -32,7 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 # PyTorch runs in Debian's python3 (python3-torch), whatever python3 comes first on PATH.
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
-FAMILIES = ["ops", "autograd", "conv", "norm", "rnn", "optim"]
+FAMILIES = ["ops", "autograd", "conv", "norm", "rnn", "optim", "step"]
 
 
 def run_summary(cmd, env=None):
