@@ -1,11 +1,11 @@
 // bench/autograd: the autograd engine's overhead (a tiny graph) and an MLP's
 // forward + backward (bench/harness.h; run by bench/run.py).
 
-#include "harness.h"
-
 #include <cmath>
 #include <cstdint>
 #include <memory>
+
+#include "harness.h"
 
 namespace {
 
@@ -45,9 +45,7 @@ std::vector<Case> cases() {
          auto m = std::make_shared<Mlp>();
          const int64_t dims[] = {784, 256, 256, 10};
          for (int i = 0; i < 3; ++i) {
-           m->w.push_back((lib::randn({dims[i + 1], dims[i]}) *
-                           (1.0 / std::sqrt(double(dims[i]))))
-                              .requires_grad_());
+           m->w.push_back((lib::randn({dims[i + 1], dims[i]}) * (1.0 / std::sqrt(double(dims[i])))).requires_grad_());
            m->b.push_back(lib::zeros({dims[i + 1]}).requires_grad_());
          }
          m->input = lib::randn({64, 784});
@@ -55,8 +53,7 @@ std::vector<Case> cases() {
            Tensor h = m->input;
            for (int i = 0; i < 3; ++i) {
              h = lib::linear(h, m->w[i], m->b[i]);
-             if (i < 2)
-               h = h.relu();
+             if (i < 2) h = h.relu();
            }
            (h * h).mean().backward();
            for (int i = 0; i < 3; ++i) {
@@ -65,13 +62,10 @@ std::vector<Case> cases() {
            }
          });
        },
-       30, 5, 0, 3 * 2.0 * 64 * (784 * 256 + 256 * 256 + 256 * 10),
-       Limit::Gemm},
+       30, 5, 0, 3 * 2.0 * 64 * (784 * 256 + 256 * 256 + 256 * 10), Limit::Gemm},
   };
 }
 
-} // namespace
+}  // namespace
 
-int main(int argc, char **argv) {
-  return bench::main_with_cases(argc, argv, cases());
-}
+int main(int argc, char **argv) { return bench::main_with_cases(argc, argv, cases()); }

@@ -2,10 +2,10 @@
 // pooling, ReLU — forward (no grad) and forward + backward (bench/harness.h;
 // run by bench/run.py).
 
-#include "harness.h"
-
 #include <cstdint>
 #include <memory>
+
+#include "harness.h"
 
 namespace {
 
@@ -18,8 +18,7 @@ struct ConvLayer {
   Tensor x, w, b, gy;
 };
 
-std::shared_ptr<ConvLayer> conv_layer(int64_t n, int64_t cin, int64_t cout,
-                                      int64_t hw) {
+std::shared_ptr<ConvLayer> conv_layer(int64_t n, int64_t cin, int64_t cout, int64_t hw) {
   auto l = std::make_shared<ConvLayer>();
   l->x = lib::randn({n, cin, hw, hw});
   l->w = lib::randn({cout, cin, 3, 3}) * 0.1;
@@ -30,8 +29,7 @@ std::shared_ptr<ConvLayer> conv_layer(int64_t n, int64_t cin, int64_t cout,
 
 // A 3x3, padding 1 convolution of an [n, cin, hw, hw] batch; `backward` adds
 // the gradients of the weight, the bias and (when input_grad) the input.
-Case conv(std::string name, int64_t n, int64_t cin, int64_t cout, int64_t hw,
-          bool backward, bool input_grad) {
+Case conv(std::string name, int64_t n, int64_t cin, int64_t cout, int64_t hw, bool backward, bool input_grad) {
   const double fwd_flops = 2.0 * n * cout * hw * hw * cin * 9;
   const double flops = backward ? fwd_flops * (input_grad ? 3 : 2) : fwd_flops;
   return {std::move(name),
@@ -45,8 +43,7 @@ Case conv(std::string name, int64_t n, int64_t cin, int64_t cout, int64_t hw,
             }
             return std::function<void()>([l, input_grad] {
               Tensor x = input_grad ? l->x.detach().requires_grad_() : l->x;
-              Tensor w = l->w.detach().requires_grad_(),
-                     b = l->b.detach().requires_grad_();
+              Tensor w = l->w.detach().requires_grad_(), b = l->b.detach().requires_grad_();
               lib::conv2d(x, w, b, 1, 1).backward(l->gy);
               keep(w.grad());
             });
@@ -61,8 +58,7 @@ Case conv(std::string name, int64_t n, int64_t cin, int64_t cout, int64_t hw,
 std::vector<Case> cases() {
   const int64_t n = 64;
   return {
-      conv("conv2d 32->64 3x3 p1, 64x32x14x14 fwd", n, 32, 64, 14, false,
-           false),
+      conv("conv2d 32->64 3x3 p1, 64x32x14x14 fwd", n, 32, 64, 14, false, false),
       conv("conv2d 32->64 fwd+bwd (x, w, b grads)", n, 32, 64, 14, true, true),
       conv("conv2d 1->32 3x3 p1, 64x1x28x28 fwd", n, 1, 32, 28, false, false),
       conv("conv2d 1->32 fwd+bwd (w, b grads)", n, 1, 32, 28, true, false),
@@ -100,8 +96,6 @@ std::vector<Case> cases() {
   };
 }
 
-} // namespace
+}  // namespace
 
-int main(int argc, char **argv) {
-  return bench::main_with_cases(argc, argv, cases());
-}
+int main(int argc, char **argv) { return bench::main_with_cases(argc, argv, cases()); }

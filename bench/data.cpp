@@ -6,12 +6,12 @@
 //   --root DIR (default /usr/share/datasets/fashion-mnist, or
 //   $EMBER_FASHION_MNIST)
 
-#include "harness.h"
-
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
+
+#include "harness.h"
 
 namespace ed = ember::data;
 
@@ -32,30 +32,22 @@ Case epoch(std::string name, int workers, bool per_sample) {
           [=] {
             auto ds = std::make_shared<ed::FashionMNIST>(data_root(), true);
             if (per_sample) {
-              ds->set_transform(ed::transforms::Compose(
-                  {ed::transforms::Normalize({0.2860}, {0.3530})}));
+              ds->set_transform(ed::transforms::Compose({ed::transforms::Normalize({0.2860}, {0.3530})}));
             } else {
               ds->set_transform(ed::transforms::Normalize({0.2860}, {0.3530}));
             }
-            auto loader =
-                std::make_shared<ed::DataLoader>(ds, ed::DataLoaderOptions()
-                                                         .batch_size(64)
-                                                         .shuffle(true)
-                                                         .num_workers(workers)
-                                                         .seed(0));
+            auto loader = std::make_shared<ed::DataLoader>(
+                ds, ed::DataLoaderOptions().batch_size(64).shuffle(true).num_workers(workers).seed(0));
             return std::function<void()>([ds, loader] {
               int64_t n = 0;
-              for (ed::Example &b : *loader)
-                n += b.data.size(0);
-              if (n != ds->size())
-                std::fprintf(stderr, "bench_data: an epoch saw %lld samples\n",
-                             (long long)n);
+              for (ed::Example &b : *loader) n += b.data.size(0);
+              if (n != ds->size()) std::fprintf(stderr, "bench_data: an epoch saw %lld samples\n", (long long)n);
             });
           },
           3};
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char **argv) {
   if (!std::filesystem::exists(data_root() + "/train-images-idx3-ubyte.gz")) {
@@ -65,11 +57,10 @@ int main(int argc, char **argv) {
                  data_root().c_str());
     return 3;
   }
-  return bench::main_with_cases(
-      argc, argv,
-      {
-          epoch("loader epoch, 2 workers, batch fast path", 2, false),
-          epoch("loader epoch, 2 workers, per-sample get + collate", 2, true),
-          epoch("loader epoch, 0 workers, per-sample get + collate", 0, true),
-      });
+  return bench::main_with_cases(argc, argv,
+                                {
+                                    epoch("loader epoch, 2 workers, batch fast path", 2, false),
+                                    epoch("loader epoch, 2 workers, per-sample get + collate", 2, true),
+                                    epoch("loader epoch, 0 workers, per-sample get + collate", 0, true),
+                                });
 }

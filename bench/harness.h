@@ -45,10 +45,10 @@ enum class Limit { None, Read, Copy, Gemm };
 struct Case {
   std::string name;
   std::function<std::function<void()>()> setup;
-  int reps = 15;    // timed samples
-  int inner = 1;    // calls per sample (for microsecond cases)
-  double bytes = 0; // memory traffic of one call (reads + writes), for GB/s
-  double flops = 0; // floating-point operations of one call, for GFLOP/s
+  int reps = 15;     // timed samples
+  int inner = 1;     // calls per sample (for microsecond cases)
+  double bytes = 0;  // memory traffic of one call (reads + writes), for GB/s
+  double flops = 0;  // floating-point operations of one call, for GFLOP/s
   Limit limit = Limit::None;
 };
 
@@ -70,4 +70,4 @@ inline void clear_grad(Tensor &t) {
 // it.
 void keep(const Tensor &t);
 
-} // namespace bench
+}  // namespace bench

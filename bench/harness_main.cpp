@@ -1,13 +1,13 @@
 // The command line of every benchmark program (bench/harness.h), built once per
 // library.
 
-#include "harness.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "harness.h"
 
 #if !BENCH_TORCH
 #include <ember/core/cpu_capability.h>
@@ -21,14 +21,14 @@ volatile double g_sink = 0;
 
 const char *limit_name(Limit l) {
   switch (l) {
-  case Limit::Read:
-    return "read";
-  case Limit::Copy:
-    return "copy";
-  case Limit::Gemm:
-    return "gemm";
-  default:
-    return "-";
+    case Limit::Read:
+      return "read";
+    case Limit::Copy:
+      return "copy";
+    case Limit::Gemm:
+      return "gemm";
+    default:
+      return "-";
   }
 }
 
@@ -40,11 +40,10 @@ std::string library_name() {
 #endif
 }
 
-} // namespace
+}  // namespace
 
 void keep(const Tensor &t) {
-  if (t.defined())
-    g_sink = g_sink + static_cast<double>(t.numel());
+  if (t.defined()) g_sink = g_sink + static_cast<double>(t.numel());
 }
 
 int main_with_cases(int argc, char **argv, const std::vector<Case> &cases) {
@@ -61,24 +60,19 @@ int main_with_cases(int argc, char **argv, const std::vector<Case> &cases) {
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
       reps = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr,
-                   "usage: %s --list | --case NAME [--threads N] [--reps N]\n",
-                   argv[0]);
+      std::fprintf(stderr, "usage: %s --list | --case NAME [--threads N] [--reps N]\n", argv[0]);
       return 2;
     }
   }
   if (list) {
     for (const Case &c : cases) {
-      std::printf("case\t%s\t%.0f\t%.0f\t%s\n", c.name.c_str(), c.bytes,
-                  c.flops, limit_name(c.limit));
+      std::printf("case\t%s\t%.0f\t%.0f\t%s\n", c.name.c_str(), c.bytes, c.flops, limit_name(c.limit));
     }
     return 0;
   }
-  const auto it = std::find_if(cases.begin(), cases.end(),
-                               [&](const Case &c) { return c.name == only; });
+  const auto it = std::find_if(cases.begin(), cases.end(), [&](const Case &c) { return c.name == only; });
   if (it == cases.end()) {
-    std::fprintf(stderr, "%s: no case named '%s' (--list shows them)\n",
-                 argv[0], only.c_str());
+    std::fprintf(stderr, "%s: no case named '%s' (--list shows them)\n", argv[0], only.c_str());
     return 2;
   }
   lib::set_num_threads(threads);
@@ -92,23 +86,19 @@ int main_with_cases(int argc, char **argv, const std::vector<Case> &cases) {
   // samples.
   const auto warm_until = clock::now() + std::chrono::milliseconds(200);
   for (int w = 0; w < 2 || clock::now() < warm_until; ++w) {
-    for (int i = 0; i < c.inner; ++i)
-      work();
+    for (int i = 0; i < c.inner; ++i) work();
   }
   std::vector<double> ms;
   for (int r = 0; r < n; ++r) {
     const auto a = clock::now();
-    for (int i = 0; i < c.inner; ++i)
-      work();
-    ms.push_back(
-        std::chrono::duration<double, std::milli>(clock::now() - a).count() /
-        c.inner);
+    for (int i = 0; i < c.inner; ++i) work();
+    ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - a).count() / c.inner);
   }
   std::sort(ms.begin(), ms.end());
   std::printf("library: %s, %d threads\n", library_name().c_str(), threads);
-  std::printf("summary: ms=%.6g min=%.6g max=%.6g reps=%d inner=%d\n",
-              ms[ms.size() / 2], ms.front(), ms.back(), n, c.inner);
+  std::printf("summary: ms=%.6g min=%.6g max=%.6g reps=%d inner=%d\n", ms[ms.size() / 2], ms.front(), ms.back(), n,
+              c.inner);
   return 0;
 }
 
-} // namespace bench
+}  // namespace bench

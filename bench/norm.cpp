@@ -1,10 +1,10 @@
 // bench/norm: BatchNorm2d (the main job's shapes) and LayerNorm, forward and
 // forward + backward (bench/harness.h; run by bench/run.py).
 
-#include "harness.h"
-
 #include <cstdint>
 #include <memory>
+
+#include "harness.h"
 
 namespace {
 
@@ -17,8 +17,7 @@ using bench::Tensor;
 // A module applied to x; with `backward`, the gradient gy is sent back through
 // it and the gradients of x, the weight and the bias are dropped again.
 template <typename Module>
-std::function<void()> step(Module m, std::vector<int64_t> shape,
-                           bool backward) {
+std::function<void()> step(Module m, std::vector<int64_t> shape, bool backward) {
   {
     lib::NoGradGuard g;
     m->weight.uniform_(0.5, 1.5);
@@ -39,10 +38,8 @@ std::function<void()> step(Module m, std::vector<int64_t> shape,
   };
 }
 
-Case batch_norm(std::string name, int64_t n, int64_t c, int64_t hw,
-                bool backward) {
-  const double bytes = n * c * hw * hw * 4.0 *
-                       (backward ? 5 : 3); // fwd: stats read + read + write
+Case batch_norm(std::string name, int64_t n, int64_t c, int64_t hw, bool backward) {
+  const double bytes = n * c * hw * hw * 4.0 * (backward ? 5 : 3);  // fwd: stats read + read + write
   return {std::move(name),
           [=] {
             return step(lib::nn::BatchNorm2d(c), {n, c, hw, hw}, backward);
@@ -58,8 +55,7 @@ Case layer_norm(std::string name, int64_t rows, int64_t cols, bool backward) {
   const double bytes = rows * cols * 4.0 * (backward ? 5 : 2);
   return {std::move(name),
           [=] {
-            return step(lib::nn::LayerNorm(lib::nn::LayerNormOptions({cols})),
-                        {rows, cols}, backward);
+            return step(lib::nn::LayerNorm(lib::nn::LayerNormOptions({cols})), {rows, cols}, backward);
           },
           backward ? 20 : 30,
           1,
@@ -80,8 +76,6 @@ std::vector<Case> cases() {
   };
 }
 
-} // namespace
+}  // namespace
 
-int main(int argc, char **argv) {
-  return bench::main_with_cases(argc, argv, cases());
-}
+int main(int argc, char **argv) { return bench::main_with_cases(argc, argv, cases()); }

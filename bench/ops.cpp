@@ -2,10 +2,10 @@
 // (bench/harness.h: built once against ember and once against libtorch;
 // bench/run.py runs each case in its own process and prints ember/torch).
 
-#include "harness.h"
-
 #include <cstdint>
 #include <memory>
+
+#include "harness.h"
 
 namespace {
 
@@ -14,15 +14,13 @@ using bench::keep;
 using bench::Limit;
 using bench::Tensor;
 
-constexpr int64_t kBig =
-    16 * 1024 * 1024; // 64 MB of float32: far beyond the caches
+constexpr int64_t kBig = 16 * 1024 * 1024;  // 64 MB of float32: far beyond the caches
 constexpr double kBigBytes = kBig * 4.0;
-constexpr int64_t kRows = 4096; // softmax / reductions over a 4096x4096 matrix
+constexpr int64_t kRows = 4096;  // softmax / reductions over a 4096x4096 matrix
 constexpr double kMatBytes = kRows * kRows * 4.0;
 
 // A case on one or two random float32 vectors (or matrices) of the given shape.
-Case unary(std::string name, std::vector<int64_t> shape,
-           std::function<Tensor(Tensor &)> f, double bytes, Limit limit,
+Case unary(std::string name, std::vector<int64_t> shape, std::function<Tensor(Tensor &)> f, double bytes, Limit limit,
            int reps = 15, int inner = 1) {
   return {std::move(name),
           [shape, f] {
@@ -36,8 +34,7 @@ Case unary(std::string name, std::vector<int64_t> shape,
           limit};
 }
 
-Case binary(std::string name, std::vector<int64_t> shape,
-            std::function<Tensor(Tensor &, Tensor &)> f, double bytes,
+Case binary(std::string name, std::vector<int64_t> shape, std::function<Tensor(Tensor &, Tensor &)> f, double bytes,
             Limit limit, int reps = 15, int inner = 1) {
   return {std::move(name),
           [shape, f] {
@@ -71,15 +68,12 @@ std::vector<Case> cases() {
   return {
       // Per-op overhead: a 10-element op, timed per call.
       binary(
-          "add 10 elements (per call)", tiny,
-          [](Tensor &a, Tensor &b) { return a + b; }, 0, Limit::None, 21, 5000),
+          "add 10 elements (per call)", tiny, [](Tensor &a, Tensor &b) { return a + b; }, 0, Limit::None, 21, 5000),
       unary(
-          "relu 10 elements (per call)", tiny,
-          [](Tensor &a) { return a.relu(); }, 0, Limit::None, 21, 5000),
+          "relu 10 elements (per call)", tiny, [](Tensor &a) { return a.relu(); }, 0, Limit::None, 21, 5000),
       {"add 10 elements, no grad mode (per call)",
        [] {
-         auto a = std::make_shared<Tensor>(lib::randn({10})),
-              b = std::make_shared<Tensor>(lib::randn({10}));
+         auto a = std::make_shared<Tensor>(lib::randn({10})), b = std::make_shared<Tensor>(lib::randn({10}));
          return std::function<void()>([a, b] {
            lib::NoGradGuard g;
            keep(*a + *b);
@@ -88,71 +82,50 @@ std::vector<Case> cases() {
        21, 5000},
       // Memory-bound element-wise ops (bytes: inputs read + output written).
       binary(
-          "add 16M", big, [](Tensor &a, Tensor &b) { return a + b; },
-          3 * kBigBytes, Limit::Copy),
+          "add 16M", big, [](Tensor &a, Tensor &b) { return a + b; }, 3 * kBigBytes, Limit::Copy),
       binary(
-          "mul 16M", big, [](Tensor &a, Tensor &b) { return a * b; },
-          3 * kBigBytes, Limit::Copy),
+          "mul 16M", big, [](Tensor &a, Tensor &b) { return a * b; }, 3 * kBigBytes, Limit::Copy),
       unary(
-          "exp 16M", big, [](Tensor &a) { return a.exp(); }, 2 * kBigBytes,
-          Limit::Copy),
+          "exp 16M", big, [](Tensor &a) { return a.exp(); }, 2 * kBigBytes, Limit::Copy),
       unary(
-          "tanh 16M", big, [](Tensor &a) { return a.tanh(); }, 2 * kBigBytes,
-          Limit::Copy),
+          "tanh 16M", big, [](Tensor &a) { return a.tanh(); }, 2 * kBigBytes, Limit::Copy),
       binary(
-          "add_ 16M (in place)", big,
-          [](Tensor &a, Tensor &b) { return a.add_(b); }, 3 * kBigBytes,
-          Limit::Copy),
+          "add_ 16M (in place)", big, [](Tensor &a, Tensor &b) { return a.add_(b); }, 3 * kBigBytes, Limit::Copy),
       unary(
-          "clamp_ 16M (in place)", big,
-          [](Tensor &a) { return a.clamp_(-10, 10); }, 2 * kBigBytes,
-          Limit::Copy),
+          "clamp_ 16M (in place)", big, [](Tensor &a) { return a.clamp_(-10, 10); }, 2 * kBigBytes, Limit::Copy),
       // Reductions (bytes: the input read once).
       unary(
-          "sum 16M", big, [](Tensor &a) { return a.sum(); }, kBigBytes,
-          Limit::Read),
+          "sum 16M", big, [](Tensor &a) { return a.sum(); }, kBigBytes, Limit::Read),
       unary(
-          "mean 16M", big, [](Tensor &a) { return a.mean(); }, kBigBytes,
-          Limit::Read),
+          "mean 16M", big, [](Tensor &a) { return a.mean(); }, kBigBytes, Limit::Read),
       unary(
-          "sum rows 4096x4096 (dim 1)", mat, [](Tensor &a) { return a.sum(1); },
-          kMatBytes, Limit::Read),
+          "sum rows 4096x4096 (dim 1)", mat, [](Tensor &a) { return a.sum(1); }, kMatBytes, Limit::Read),
       unary(
-          "sum columns 4096x4096 (dim 0)", mat,
-          [](Tensor &a) { return a.sum(0); }, kMatBytes, Limit::Read),
+          "sum columns 4096x4096 (dim 0)", mat, [](Tensor &a) { return a.sum(0); }, kMatBytes, Limit::Read),
       unary(
-          "mean rows 4096x4096 (dim 1)", mat,
-          [](Tensor &a) { return a.mean({1}); }, kMatBytes, Limit::Read),
+          "mean rows 4096x4096 (dim 1)", mat, [](Tensor &a) { return a.mean({1}); }, kMatBytes, Limit::Read),
       unary(
-          "amax rows 4096x4096 (dim 1)", mat,
-          [](Tensor &a) { return a.amax({1}); }, kMatBytes, Limit::Read),
+          "amax rows 4096x4096 (dim 1)", mat, [](Tensor &a) { return a.amax({1}); }, kMatBytes, Limit::Read),
       unary(
-          "amax columns 4096x4096 (dim 0)", mat,
-          [](Tensor &a) { return a.amax({0}); }, kMatBytes, Limit::Read),
+          "amax columns 4096x4096 (dim 0)", mat, [](Tensor &a) { return a.amax({0}); }, kMatBytes, Limit::Read),
       unary(
-          "var rows 4096x4096 (dim 1)", mat,
-          [](Tensor &a) { return a.var({1}); }, kMatBytes, Limit::Read),
+          "var rows 4096x4096 (dim 1)", mat, [](Tensor &a) { return a.var({1}); }, kMatBytes, Limit::Read),
       unary(
-          "var columns 4096x4096 (dim 0)", mat,
-          [](Tensor &a) { return a.var({0}); }, kMatBytes, Limit::Read),
+          "var columns 4096x4096 (dim 0)", mat, [](Tensor &a) { return a.var({0}); }, kMatBytes, Limit::Read),
       // Row-wise normalisations (bytes: input read + output written).
       unary(
-          "softmax rows 4096x4096", mat, [](Tensor &a) { return a.softmax(1); },
-          2 * kMatBytes, Limit::Copy, 10),
+          "softmax rows 4096x4096", mat, [](Tensor &a) { return a.softmax(1); }, 2 * kMatBytes, Limit::Copy, 10),
       unary(
-          "log_softmax rows 4096x4096", mat,
-          [](Tensor &a) { return a.log_softmax(1); }, 2 * kMatBytes,
-          Limit::Copy, 10),
+          "log_softmax rows 4096x4096", mat, [](Tensor &a) { return a.log_softmax(1); }, 2 * kMatBytes, Limit::Copy,
+          10),
       unary(
-          "softmax columns 4096x4096 (dim 0)", mat,
-          [](Tensor &a) { return a.softmax(0); }, 2 * kMatBytes, Limit::Copy,
+          "softmax columns 4096x4096 (dim 0)", mat, [](Tensor &a) { return a.softmax(0); }, 2 * kMatBytes, Limit::Copy,
           10),
       {"cross_entropy 4096x1000 (mean)",
        [] {
          auto x = std::make_shared<Tensor>(lib::randn({4096, 1000}));
          auto t = std::make_shared<Tensor>(lib::randint(0, 1000, {4096}));
-         return std::function<void()>(
-             [x, t] { keep(lib::nn::functional::cross_entropy(*x, *t)); });
+         return std::function<void()>([x, t] { keep(lib::nn::functional::cross_entropy(*x, *t)); });
        },
        15, 1, 4096 * 1000 * 4.0, 0, Limit::Read},
       // GEMM (flops: 2 n^3).
@@ -177,15 +150,12 @@ std::vector<Case> cases() {
        [] {
          auto table = std::make_shared<Tensor>(lib::randn({1000000, 16}));
          auto idx = std::make_shared<Tensor>(lib::randperm(1000000));
-         return std::function<void()>(
-             [table, idx] { keep(table->index_select(0, *idx)); });
+         return std::function<void()>([table, idx] { keep(table->index_select(0, *idx)); });
        },
        15, 1, 1000000 * (2 * 16 * 4.0 + 8), 0, Limit::Copy},
   };
 }
 
-} // namespace
+}  // namespace
 
-int main(int argc, char **argv) {
-  return bench::main_with_cases(argc, argv, cases());
-}
+int main(int argc, char **argv) { return bench::main_with_cases(argc, argv, cases()); }

@@ -2,10 +2,10 @@
 // MultiheadAttention(256, 8) on 32 sequences of 128, forward (no grad) and
 // forward + backward (bench/harness.h; run by bench/run.py).
 
-#include "harness.h"
-
 #include <cstdint>
 #include <memory>
+
+#include "harness.h"
 
 namespace {
 
@@ -44,8 +44,7 @@ Case mha(std::string name, bool backward) {
   return {std::move(name),
           [=] {
 #if BENCH_TORCH
-            auto m = std::make_shared<torch::nn::MultiheadAttention>(
-                torch::nn::MultiheadAttentionOptions(256, 8));
+            auto m = std::make_shared<torch::nn::MultiheadAttention>(torch::nn::MultiheadAttentionOptions(256, 8));
             auto x = std::make_shared<Tensor>(torch::randn({128, 32, 256}));
 #else
             auto m = std::make_shared<ember::nn::MultiheadAttention>(
@@ -76,8 +75,6 @@ std::vector<Case> cases() {
   };
 }
 
-} // namespace
+}  // namespace
 
-int main(int argc, char **argv) {
-  return bench::main_with_cases(argc, argv, cases());
-}
+int main(int argc, char **argv) { return bench::main_with_cases(argc, argv, cases()); }

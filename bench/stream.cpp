@@ -23,21 +23,19 @@
 
 namespace {
 
-constexpr size_t kFloats = size_t(64) << 20; // 256 MiB of float32
+constexpr size_t kFloats = size_t(64) << 20;  // 256 MiB of float32
 
 volatile float g_sink = 0;
 
 // Runs fn(thread, begin, end) over [0, n) split into `threads` parts, one
 // std::thread each.
-void split(int threads, size_t n,
-           const std::function<void(int, size_t, size_t)> &fn) {
+void split(int threads, size_t n, const std::function<void(int, size_t, size_t)> &fn) {
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     const size_t b = n * t / threads, e = n * (t + 1) / threads;
     pool.emplace_back(fn, t, b, e);
   }
-  for (auto &th : pool)
-    th.join();
+  for (auto &th : pool) th.join();
 }
 
 // Best time of `reps` runs, in seconds (STREAM reports the best).
@@ -46,9 +44,7 @@ double best_seconds(int reps, const std::function<void()> &fn) {
   for (int r = 0; r < reps; ++r) {
     const auto a = std::chrono::steady_clock::now();
     fn();
-    best = std::min(best, std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - a)
-                              .count());
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - a).count());
   }
   return best;
 }
@@ -57,63 +53,46 @@ float sum_range(const float *p, size_t n) {
   float acc[16] = {};
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    for (int k = 0; k < 16; ++k)
-      acc[k] += p[i + k];
+    for (int k = 0; k < 16; ++k) acc[k] += p[i + k];
   }
-  for (; i < n; ++i)
-    acc[0] += p[i];
+  for (; i < n; ++i) acc[0] += p[i];
   float s = 0;
-  for (float a : acc)
-    s += a;
+  for (float a : acc) s += a;
   return s;
 }
 
-} // namespace
+}  // namespace
 
 int main(int argc, char **argv) {
   int threads = 2;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc)
-      threads = std::atoi(argv[++i]);
+    if (!std::strcmp(argv[i], "--threads") && i + 1 < argc) threads = std::atoi(argv[++i]);
   }
-  std::vector<float> a(kFloats, 1.0f),
-      b(kFloats, 2.0f); // touched: no page faults when timed
+  std::vector<float> a(kFloats, 1.0f), b(kFloats, 2.0f);  // touched: no page faults when timed
   const double bytes = kFloats * sizeof(float);
   std::vector<float> partial(static_cast<size_t>(threads));
 
   const double read_s = best_seconds(7, [&] {
-    split(threads, kFloats, [&](int t, size_t s, size_t e) {
-      partial[t] = sum_range(a.data() + s, e - s);
-    });
-    for (float p : partial)
-      g_sink = g_sink + p;
+    split(threads, kFloats, [&](int t, size_t s, size_t e) { partial[t] = sum_range(a.data() + s, e - s); });
+    for (float p : partial) g_sink = g_sink + p;
   });
   const double copy_s = best_seconds(7, [&] {
-    split(threads, kFloats, [&](int, size_t s, size_t e) {
-      std::memcpy(b.data() + s, a.data() + s, (e - s) * 4);
-    });
+    split(threads, kFloats, [&](int, size_t s, size_t e) { std::memcpy(b.data() + s, a.data() + s, (e - s) * 4); });
   });
   const double write_s = best_seconds(7, [&] {
-    split(threads, kFloats, [&](int, size_t s, size_t e) {
-      std::fill(b.data() + s, b.data() + e, 3.0f);
-    });
+    split(threads, kFloats, [&](int, size_t s, size_t e) { std::fill(b.data() + s, b.data() + e, 3.0f); });
   });
 
   openblas_set_num_threads(threads);
   const int n = 2048;
-  std::vector<float> x(size_t(n) * n, 0.5f), y(size_t(n) * n, 0.25f),
-      z(size_t(n) * n);
+  std::vector<float> x(size_t(n) * n, 0.5f), y(size_t(n) * n, 0.25f), z(size_t(n) * n);
   auto gemm = [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f,
-                x.data(), n, y.data(), n, 0.0f, z.data(), n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, x.data(), n, y.data(), n, 0.0f, z.data(), n);
   };
   gemm();
   const double gemm_s = best_seconds(5, gemm);
-  std::printf("library: plain C++ (bandwidth) and OpenBLAS sgemm, %d threads\n",
-              threads);
-  std::printf(
-      "summary: read_gbs=%.2f copy_gbs=%.2f write_gbs=%.2f gemm_gflops=%.1f\n",
-      bytes / read_s / 1e9, 2 * bytes / copy_s / 1e9, bytes / write_s / 1e9,
-      2.0 * n * n * n / gemm_s / 1e9);
+  std::printf("library: plain C++ (bandwidth) and OpenBLAS sgemm, %d threads\n", threads);
+  std::printf("summary: read_gbs=%.2f copy_gbs=%.2f write_gbs=%.2f gemm_gflops=%.1f\n", bytes / read_s / 1e9,
+              2 * bytes / copy_s / 1e9, bytes / write_s / 1e9, 2.0 * n * n * n / gemm_s / 1e9);
   return 0;
 }
