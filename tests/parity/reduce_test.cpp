@@ -148,6 +148,88 @@ TEST(ReduceParity, ReductionsOverDimsDtypesAndLayouts) {
   EXPECT_GT(compared, 1000);
 }
 
+// Values for the row kernels' tests: random rows, with special rows when `special`: row 0
+// holds a NaN, row 1 only -inf, row 2 a +inf, row 3 some -inf entries.
+ember::Tensor rows_with_specials(int64_t rows, int64_t len, DType dt, bool special) {
+  ember::Tensor x = ember::randn({rows, len}, ember::kFloat64) * 3;
+  if (special && rows >= 4) {
+    x[0][len / 2].fill_(NAN);
+    x[1].fill_(-INFINITY);
+    x[2][len - 1].fill_(INFINITY);
+    x[3][0].fill_(-INFINITY);
+    if (len > 2) x[3][len - 2].fill_(-INFINITY);
+  }
+  return x.to(dt);
+}
+
+TEST(ReduceParity, RowAndColumnKernelsOddLengthsSpecialValuesAndLayouts) {
+  ember::manual_seed(13);
+  int compared = 0;
+  for (DType dt : {ember::kFloat32, ember::kFloat64}) {
+    for (int64_t len : {1, 7, 8, 9, 31, 33, 4097, 40000}) {
+      for (int64_t rows : {2, 5}) {
+        if (len == 40000 && rows == 5) continue;  // only the few-long-rows path needs it
+        for (bool special : {false, true}) {
+          ember::Tensor base = rows_with_specials(rows, len, dt, special);
+          // Layouts: contiguous; the same values stored transposed; a broadcast row.
+          std::vector<std::pair<std::string, ember::Tensor>> inputs = {
+              {"contiguous", base},
+              {"transposed", base.t().contiguous().t()},
+              {"broadcast", base[rows - 1].unsqueeze(0).expand({3, len})},
+          };
+          for (const auto& [layout, x] : inputs) {
+            torch::Tensor tx = parity::to_torch(x);
+            for (int64_t dim : {-1, 0}) {
+              std::vector<Case> cases = {
+                  {"softmax", [&](const ember::Tensor& a) { return a.softmax(dim); },
+                   [&](const torch::Tensor& a) { return a.softmax(dim); }},
+                  {"log_softmax", [&](const ember::Tensor& a) { return a.log_softmax(dim); },
+                   [&](const torch::Tensor& a) { return a.log_softmax(dim); }},
+                  {"amax", [&](const ember::Tensor& a) { return a.amax({dim}); },
+                   [&](const torch::Tensor& a) { return a.amax({dim}); }},
+                  {"amin", [&](const ember::Tensor& a) { return a.amin({dim}); },
+                   [&](const torch::Tensor& a) { return a.amin({dim}); }},
+                  {"sum", [&](const ember::Tensor& a) { return a.sum({dim}); },
+                   [&](const torch::Tensor& a) { return a.sum({dim}); }},
+                  {"mean", [&](const ember::Tensor& a) { return a.mean({dim}); },
+                   [&](const torch::Tensor& a) { return a.mean({dim}); }},
+                  {"var", [&](const ember::Tensor& a) { return a.var({dim}); },
+                   [&](const torch::Tensor& a) { return a.var(std::vector<int64_t>{dim}); }},
+                  {"sum_all", [&](const ember::Tensor& a) { return a.sum(); },
+                   [&](const torch::Tensor& a) { return a.sum(); }},
+                  {"amax_all", [&](const ember::Tensor& a) { return a.amax(); },
+                   [&](const torch::Tensor& a) { return a.amax(); }},
+              };
+              for (const auto& c : cases) {
+                const std::string what = c.name + " " + std::string(ember::dtype_name(dt)) + " " + layout + " rows " +
+                                         std::to_string(rows) + " len " + std::to_string(len) + " dim " +
+                                         std::to_string(dim) + (special ? " with NaN/inf" : "");
+                // Sums over 40000 values: float32 rounding differs from torch's order.
+                const double rtol = dt == ember::kFloat32 ? (len > 4096 ? 1e-4 : 1e-5) : 1e-10;
+                expect_close(c.e(x), c.t(tx), what, rtol, rtol);
+                ++compared;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(compared, 1000);
+}
+
+TEST(ReduceParity, SoftmaxOfSpecialRowsIsTorchs) {
+  // NaN anywhere, +inf anywhere or only -inf: the whole row is NaN; -inf entries give 0.
+  ember::Tensor x = ember::tensor({1.0f, 2.0f, 3.0f, -INFINITY, -INFINITY, -INFINITY, 1.0f, NAN, 3.0f, INFINITY, 1.0f,
+                                   2.0f, -INFINITY, 0.0f, 1.0f})
+                        .reshape({5, 3});
+  torch::Tensor tx = parity::to_torch(x);
+  expect_close(x.softmax(1), tx.softmax(1), "softmax of special rows", 1e-6, 1e-7);
+  expect_close(x.log_softmax(1), tx.log_softmax(1), "log_softmax of special rows", 1e-6, 1e-7);
+  expect_close(x.amax({1}), tx.amax({1}), "amax of special rows", 0, 0);
+  expect_close(x.amin({0}), tx.amin({0}), "amin of special columns", 0, 0);
+}
+
 TEST(ReduceParity, NanPropagationAndTies) {
   ember::Tensor x = ember::tensor({1.0, NAN, 3.0, 3.0, -1.0, NAN});
   torch::Tensor tx = parity::to_torch(x);
@@ -187,11 +269,13 @@ TEST(ReduceAccuracy, LongFloat32SumMatchesFloat64) {
   EXPECT_NEAR(r.mean().item<float>(), 0.5, 1e-3);
 }
 
-TEST(ReduceDeterminism, BitIdenticalForOneAndTwoThreads) {
+TEST(ReduceDeterminism, BitIdenticalForOneTwoAndThreeThreads) {
   const int saved = ember::get_num_threads();
   ember::manual_seed(12);
   ember::Tensor x = ember::randn({3, 1 << 20});
   ember::Tensor m = ember::randn({4096, 512});
+  ember::Tensor md = ember::randn({1000, 777}, ember::kFloat64);
+  ember::Tensor wide = ember::randn({300, 5000});
   std::vector<std::function<ember::Tensor()>> ops = {
       [&] { return x.sum(); },
       [&] { return x.sum(1); },
@@ -201,14 +285,32 @@ TEST(ReduceDeterminism, BitIdenticalForOneAndTwoThreads) {
       [&] { return m.logsumexp(0); },
       [&] { return x.cumsum(1); },
       [&] { return x.norm(); },
+      [&] { return m.log_softmax(1); },
+      [&] { return m.softmax(0); },
+      [&] { return md.softmax(1); },
+      [&] { return x.softmax(1); },
+      [&] { return x.amax({1}); },
+      [&] { return m.amax({1}); },
+      [&] { return m.amin({0}); },
+      [&] { return x.var(1); },
+      [&] { return m.var(0); },
+      [&] { return md.var(0); },
+      [&] { return wide.sum(0); },
+      [&] { return wide.var(0); },
+      [&] { return wide.amax({0}); },
+      [&] { return md.sum(0); },
+      [&] { return m.mean({0}); },
   };
   for (size_t i = 0; i < ops.size(); ++i) {
     ember::set_num_threads(1);
     ember::Tensor a = ops[i]();
-    ember::set_num_threads(2);
-    ember::Tensor b = ops[i]();
-    ASSERT_EQ(a.nbytes(), b.nbytes());
-    EXPECT_EQ(std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.nbytes()), 0) << "op " << i;
+    for (int threads : {2, 3}) {
+      ember::set_num_threads(threads);
+      ember::Tensor b = ops[i]();
+      ASSERT_EQ(a.nbytes(), b.nbytes());
+      EXPECT_EQ(std::memcmp(a.contiguous().data_ptr(), b.contiguous().data_ptr(), a.nbytes()), 0)
+          << "op " << i << " with " << threads << " threads";
+    }
   }
   ember::set_num_threads(saved);
 }
