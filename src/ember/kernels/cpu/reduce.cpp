@@ -416,6 +416,76 @@ void softmax_rows(bool log, const T* x, T* y, int64_t rows, int64_t len) {
   });
 }
 
+// Softmax over a non-last dim (inner > 1): tiles of up to kSoftmaxCols columns, whose rows
+// are contiguous, so each of the three passes (column max, exp(x - max) with per-column
+// sums, scaling) vectorises across the columns instead of gathering one strided column at
+// a time. A column is computed by one task in row order, so results do not depend on the
+// thread count; the special values behave as in softmax_rows.
+constexpr int64_t kSoftmaxCols = 512;
+
+template <typename T>
+void exp_shifted_cols(const T* x, const T* shift, T* y, int64_t n) {
+  int64_t j = 0;
+#if EMBER_HAVE_VEC
+  if constexpr (std::is_same_v<T, float>) {
+    for (; j + vec::kLanes <= n; j += vec::kLanes) {
+      vec::store(y + j, vec::exp(vec::sub(vec::load(x + j), vec::load(shift + j))));
+    }
+    if (j < n) {
+      alignas(64) float px[vec::kLanes] = {}, ps[vec::kLanes] = {};
+      std::memcpy(px, x + j, static_cast<size_t>(n - j) * sizeof(float));
+      std::memcpy(ps, shift + j, static_cast<size_t>(n - j) * sizeof(float));
+      vec::store(px, vec::exp(vec::sub(vec::load(px), vec::load(ps))));
+      std::memcpy(y + j, px, static_cast<size_t>(n - j) * sizeof(float));
+      j = n;
+    }
+  }
+#endif
+  for (; j < n; ++j) y[j] = std::exp(x[j] - shift[j]);
+}
+
+template <typename T>
+void softmax_cols(bool log, const T* x, T* y, ReduceShape s) {
+  const int64_t blocks = (s.inner + kSoftmaxCols - 1) / kSoftmaxCols;
+  const int64_t block_work = std::max<int64_t>(1, s.len * std::min(s.inner, kSoftmaxCols));
+  parallel_for(0, s.outer * blocks, std::max<int64_t>(1, kChunk / block_work), [&](int64_t b, int64_t e) {
+    alignas(64) T mx[kSoftmaxCols];
+    alignas(64) T scale[kSoftmaxCols];
+    double sum[kSoftmaxCols];
+    for (int64_t k = b; k < e; ++k) {
+      const int64_t o = k / blocks, c0 = k % blocks * kSoftmaxCols;
+      const int64_t w = std::min(kSoftmaxCols, s.inner - c0);
+      const T* xb = x + o * s.len * s.inner + c0;
+      T* yb = y + o * s.len * s.inner + c0;
+      for (int64_t j = 0; j < w; ++j) mx[j] = -std::numeric_limits<T>::infinity();
+      for (int64_t r = 0; r < s.len; ++r) {
+        const T* row = xb + r * s.inner;
+        for (int64_t j = 0; j < w; ++j) mx[j] = row[j] > mx[j] ? row[j] : mx[j];  // skips NaN: the sum carries it
+      }
+      for (int64_t j = 0; j < w; ++j) sum[j] = 0;
+      for (int64_t r = 0; r < s.len; ++r) {
+        T* out = yb + r * s.inner;
+        exp_shifted_cols(xb + r * s.inner, mx, out, w);
+        for (int64_t j = 0; j < w; ++j) sum[j] += static_cast<double>(out[j]);
+      }
+      if (log) {
+        for (int64_t j = 0; j < w; ++j) scale[j] = static_cast<T>(std::log(sum[j])) + mx[j];
+        for (int64_t r = 0; r < s.len; ++r) {
+          const T* row = xb + r * s.inner;
+          T* out = yb + r * s.inner;
+          for (int64_t j = 0; j < w; ++j) out[j] = row[j] - scale[j];
+        }
+      } else {
+        for (int64_t j = 0; j < w; ++j) scale[j] = static_cast<T>(1.0 / sum[j]);
+        for (int64_t r = 0; r < s.len; ++r) {
+          T* out = yb + r * s.inner;
+          for (int64_t j = 0; j < w; ++j) out[j] *= scale[j];
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 
 // The output dtypes the ops ask for (ops/reduce.cpp converts the input first when the
@@ -745,6 +815,7 @@ void softmax(bool log, const Tensor& out, const Tensor& in, ReduceShape s) {
     T* y = out.data_ptr<T>();
     if constexpr (std::is_same_v<T, C>) {
       if (s.inner == 1) return softmax_rows(log, x, y, s.outer, s.len);
+      if (s.len > 0) return softmax_cols(log, x, y, s);
     }
     const int64_t grain = std::max<int64_t>(1, kChunk / std::max<int64_t>(1, s.len));
     parallel_for(0, s.outer * s.inner, grain, [&](int64_t b, int64_t e) {
