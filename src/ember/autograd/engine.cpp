@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <queue>
+#include <typeinfo>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -29,19 +30,63 @@ std::string shape_str(IntArrayRef s) {
   return r + "]";
 }
 
-struct ReadyEntry {
-  uint64_t priority;
-  Node* node;
-  bool operator<(const ReadyEntry& o) const { return priority < o.priority; }
-};
-
-uint64_t priority_of(Node* n) {
-  return dynamic_cast<AccumulateGrad*>(n) ? UINT64_MAX : n->sequence_nr();
-}
+bool is_accumulate_grad(Node* n) { return typeid(*n) == typeid(AccumulateGrad); }  // final class
 
 struct Capture {
   uint32_t input_nr;
   size_t index;
+};
+
+// Note [Graph task node table]: a backward call on a small graph spends more time on its
+// bookkeeping than on its formulas when every node costs an allocation in each of several
+// hash containers. The graph task numbers the nodes it reaches in discovery order and keeps
+// their state (dependency count, input buffer, flags) in one vector; this open-addressing
+// table of (node, number) pairs, one allocation for small graphs, maps a node to its number.
+class NodeTable {
+ public:
+  static constexpr uint32_t kAbsent = UINT32_MAX;
+
+  NodeTable() : slots_(16), shift_(64 - 4) {}
+  // n's number, or kAbsent.
+  uint32_t find(const Node* n) const {
+    for (size_t i = slot_of(n);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].node == n) return slots_[i].index;
+      if (!slots_[i].node) return kAbsent;
+    }
+  }
+  // Numbers n with `next` unless it has a number already; returns whether it was added.
+  bool insert(const Node* n, uint32_t next) {
+    if (2 * (size_ + 1) > slots_.size()) grow();
+    for (size_t i = slot_of(n);; i = (i + 1) & (slots_.size() - 1)) {
+      if (slots_[i].node == n) return false;
+      if (!slots_[i].node) {
+        slots_[i] = {n, next};
+        ++size_;
+        return true;
+      }
+    }
+  }
+
+ private:
+  struct Slot {
+    const Node* node = nullptr;
+    uint32_t index = 0;
+  };
+  size_t slot_of(const Node* n) const {
+    return static_cast<size_t>((reinterpret_cast<uintptr_t>(n) * UINT64_C(0x9E3779B97F4A7C15)) >> shift_);
+  }
+  void grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    --shift_;
+    size_ = 0;
+    for (const Slot& s : old) {
+      if (s.node) insert(s.node, s.index);
+    }
+  }
+  std::vector<Slot> slots_;  // a power of two, at most half full
+  int shift_;
+  size_t size_ = 0;
 };
 
 class GraphTask {
@@ -54,42 +99,41 @@ class GraphTask {
   void run(const std::vector<Edge>& roots, variable_list root_grads,
            const std::unordered_map<Node*, std::vector<Capture>>& captures, const std::unordered_set<Node*>& exec_targets,
            bool restrict_exec, variable_list* captured) {
-    // Dependencies and the set of reachable nodes.
-    std::vector<Node*> stack;
-    std::unordered_set<Node*> seen;
+    // Dependencies and the set of reachable nodes, numbered in discovery order.
+    std::vector<uint32_t> stack;
     for (const Edge& e : roots) {
-      if (e.is_valid() && seen.insert(e.function.get()).second) stack.push_back(e.function.get());
+      if (e.is_valid() && add_node(e.function.get())) stack.push_back(static_cast<uint32_t>(nodes_.size() - 1));
     }
-    std::vector<Node*> order;
+    std::vector<uint32_t> order;
+    order.reserve(nodes_.size());
     while (!stack.empty()) {
-      Node* n = stack.back();
+      const uint32_t k = stack.back();
       stack.pop_back();
-      order.push_back(n);
-      for (const Edge& e : n->next_edges()) {
+      order.push_back(k);
+      for (const Edge& e : nodes_[k].node->next_edges()) {
         if (!e.is_valid()) continue;
-        ++deps_[e.function.get()];
-        if (seen.insert(e.function.get()).second) stack.push_back(e.function.get());
+        if (add_node(e.function.get())) stack.push_back(static_cast<uint32_t>(nodes_.size() - 1));
+        ++nodes_[table_.find(e.function.get())].deps;
       }
     }
     // Which nodes must run: those on a path to a target (grad() and backward(inputs)).
-    std::unordered_set<Node*> needed;
     if (restrict_exec) {
       // Iterate to a fixed point in reverse discovery order (children mostly after parents).
       bool changed = true;
       while (changed) {
         changed = false;
         for (auto it = order.rbegin(); it != order.rend(); ++it) {
-          Node* n = *it;
-          if (needed.count(n)) continue;
-          bool need = exec_targets.count(n) > 0;
-          for (const Edge& e : n->next_edges()) {
+          NodeState& st = nodes_[*it];
+          if (st.needed) continue;
+          bool need = exec_targets.count(st.node) > 0;
+          for (const Edge& e : st.node->next_edges()) {
             if (need) break;
             if (!e.is_valid()) continue;
             Node* c = e.function.get();
-            need = needed.count(c) > 0 || (captures.count(c) > 0);
+            need = nodes_[table_.find(c)].needed || (captures.count(c) > 0);
           }
           if (need) {
-            needed.insert(n);
+            st.needed = true;
             changed = true;
           }
         }
@@ -99,27 +143,33 @@ class GraphTask {
     std::priority_queue<ReadyEntry> ready;
     for (size_t i = 0; i < roots.size(); ++i) {
       if (!roots[i].is_valid()) continue;
-      add_to_buffer(roots[i].function.get(), roots[i].input_nr, std::move(root_grads[i]));
+      add_to_buffer(state_of(roots[i].function.get()), roots[i].input_nr, std::move(root_grads[i]));
     }
     for (const Edge& e : roots) {
       Node* n = e.function.get();
-      if (n && deps_[n] == 0 && queued_.insert(n).second) ready.push({priority_of(n), n});
+      if (!n) continue;
+      NodeState& st = state_of(n);
+      if (st.deps == 0 && !st.queued) push_ready(ready, st);
     }
 
     while (!ready.empty()) {
-      Node* node = ready.top().node;
+      NodeState& st = nodes_[ready.top().index];
+      Node* node = st.node;
       ready.pop();
-      variable_list inputs = take_buffer(node);
+      variable_list inputs = take_buffer(st);
       if (node->has_pre_hooks()) node->run_pre_hooks(inputs);
-      if (auto it = captures.find(node); it != captures.end()) {
-        for (const Capture& c : it->second) (*captured)[c.index] = inputs[c.input_nr];
+      if (!captures.empty()) {
+        if (auto it = captures.find(node); it != captures.end()) {
+          for (const Capture& c : it->second) (*captured)[c.index] = inputs[c.input_nr];
+        }
       }
-      const bool run_node = !restrict_exec || needed.count(node) > 0;
+      const bool run_node = !restrict_exec || st.needed;
+      const bool accumulate = st.accumulate;
       variable_list outputs;
       bool any = false;
       for (const Tensor& t : inputs) any = any || t.defined();
       if (run_node && any) {
-        outputs = call(node, std::move(inputs));
+        outputs = call(node, accumulate, std::move(inputs));
       } else if (run_node && !keep_graph_) {
         node->release_variables();
       }
@@ -127,22 +177,49 @@ class GraphTask {
       for (size_t i = 0; i < edges.size(); ++i) {
         const Edge& e = edges[i];
         if (!e.is_valid()) continue;
-        Node* next = e.function.get();
+        NodeState& next = state_of(e.function.get());  // nodes_ does not grow any more
         if (i < outputs.size() && outputs[i].defined()) add_to_buffer(next, e.input_nr, std::move(outputs[i]));
-        if (--deps_[next] == 0 && queued_.insert(next).second) ready.push({priority_of(next), next});
+        if (--next.deps == 0 && !next.queued) push_ready(ready, next);
       }
     }
   }
 
  private:
-  variable_list call(Node* node, variable_list&& inputs) {
+  struct NodeState {
+    Node* node;
+    uint32_t index;
+    int deps = 0;
+    bool accumulate;  // an AccumulateGrad: runs as soon as it is ready
+    bool queued = false;
+    bool needed = false;
+    variable_list buffer;
+  };
+  struct ReadyEntry {
+    uint64_t priority;
+    uint32_t index;
+    bool operator<(const ReadyEntry& o) const { return priority < o.priority; }
+  };
+
+  // Numbers n if it is new; returns whether it was.
+  bool add_node(Node* n) {
+    if (!table_.insert(n, static_cast<uint32_t>(nodes_.size()))) return false;
+    nodes_.push_back(NodeState{n, static_cast<uint32_t>(nodes_.size()), 0, is_accumulate_grad(n), false, false, {}});
+    return true;
+  }
+  NodeState& state_of(const Node* n) { return nodes_[table_.find(n)]; }
+  void push_ready(std::priority_queue<ReadyEntry>& ready, NodeState& st) {
+    st.queued = true;
+    ready.push({st.accumulate ? UINT64_MAX : st.node->sequence_nr(), st.index});
+  }
+
+  variable_list call(Node* node, bool accumulate, variable_list&& inputs) {
     variable_list outputs;
     {
       AutoGradMode mode(create_graph_);
       outputs = node->apply(std::move(inputs));
     }
     if (!keep_graph_) node->release_variables();
-    if (dynamic_cast<AccumulateGrad*>(node)) return outputs;
+    if (accumulate) return outputs;
     EMBER_CHECK(outputs.size() == node->num_outputs(), "[autograd] function ", node->name(), " returned ",
                 outputs.size(), " gradients, expected ", node->num_outputs());
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -180,8 +257,9 @@ class GraphTask {
     return outputs;
   }
 
-  void add_to_buffer(Node* node, uint32_t input_nr, Tensor&& grad) {
-    auto& buf = buffers_[node];
+  void add_to_buffer(NodeState& st, uint32_t input_nr, Tensor&& grad) {
+    Node* node = st.node;
+    auto& buf = st.buffer;
     if (buf.size() < node->num_inputs()) buf.resize(node->num_inputs());
     if (input_nr >= buf.size()) buf.resize(input_nr + 1);
     Tensor& slot = buf[input_nr];
@@ -193,13 +271,10 @@ class GraphTask {
     }
   }
 
-  variable_list take_buffer(Node* node) {
-    auto it = buffers_.find(node);
-    variable_list out;
-    if (it != buffers_.end()) {
-      out = std::move(it->second);
-      buffers_.erase(it);
-    }
+  variable_list take_buffer(NodeState& st) {
+    Node* node = st.node;
+    variable_list out = std::move(st.buffer);
+    st.buffer = variable_list();
     if (out.size() < node->num_inputs()) out.resize(node->num_inputs());
     if (out.empty()) out.resize(1);
     return out;
@@ -207,10 +282,10 @@ class GraphTask {
 
   bool keep_graph_;
   bool create_graph_;
-  std::unordered_map<Node*, int> deps_;
-  std::unordered_map<Node*, variable_list> buffers_;
-  std::unordered_set<Node*> queued_;
+  NodeTable table_;
+  std::vector<NodeState> nodes_;  // by number (Note [Graph task node table])
 };
+
 
 // Roots and their initial gradients, checked.
 void make_roots(const variable_list& tensors, const variable_list& grad_tensors, const char* api,

@@ -26,7 +26,10 @@ class FnNode final : public Node {
   }
 
   // Saves a forward input (is_output = false) or output for the formula.
-  void save(const Tensor& t, bool is_output = false) { saved_.emplace_back(t, is_output); }
+  void save(const Tensor& t, bool is_output = false) {
+    if (saved_.capacity() == 0) saved_.reserve(4);  // one allocation for the usual 1 to 4
+    saved_.emplace_back(t, is_output);
+  }
   Tensor saved(size_t i) { return saved_[i].unpack(shared_from_this()); }
   // Shapes and dtypes of the tensor inputs (one per next edge).
   const OutputMeta& in(size_t i) const { return in_meta_[i]; }

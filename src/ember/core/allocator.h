@@ -6,6 +6,9 @@
 // handed out again for requests of the same rounded size. The system returns large
 // blocks to the OS on free, so every big op output would otherwise pay a page fault per
 // 4 KiB on first touch; a training loop allocates the same sizes every step.
+// Note [Small-block cache] (allocator.cpp): freed blocks of up to 4 KiB are kept per thread
+// (16 per 64-byte size class) and handed out again, which takes glibc's slow aligned
+// allocation off the path of every op on a small tensor.
 
 #include <cstddef>
 #include <cstdint>
@@ -57,7 +60,8 @@ struct MemoryStats {
   int64_t num_allocations = 0;       // allocate() calls that returned memory, ever
   int64_t num_frees = 0;             // blocks given back, ever
   int64_t active_allocations = 0;    // blocks held now
-  int64_t cached_bytes = 0;          // freed large blocks kept for reuse (not held by tensors)
+  int64_t cached_bytes = 0;          // freed blocks kept for reuse (not held by tensors), all caches
+  int64_t cached_small_bytes = 0;    // the part of cached_bytes in the per-thread small-block caches
 };
 
 MemoryStats memory_stats(Device device = Device(kCPU));
@@ -65,9 +69,11 @@ MemoryStats memory_stats(Device device = Device(kCPU));
 void reset_peak_memory_stats(Device device = Device(kCPU));
 // Shorthand for memory_stats().allocated_bytes (torch.cuda.memory_allocated's CPU twin).
 int64_t memory_allocated(Device device = Device(kCPU));
-// Returns the cached large blocks to the system (torch.cuda.empty_cache's CPU twin).
+// Returns the cached blocks, large and small (every thread's), to the system
+// (torch.cuda.empty_cache's CPU twin).
 void empty_cache(Device device = Device(kCPU));
-// Upper bound on cached bytes (default 1 GiB); 0 disables the cache.
+// Upper bound on cached large-block bytes (default 1 GiB); 0 disables caching, the
+// per-thread small-block caches included.
 void set_allocator_cache_limit(int64_t bytes);
 
 }  // namespace ember

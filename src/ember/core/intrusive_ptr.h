@@ -48,9 +48,13 @@ class IntrusivePtr {
     return *this;
   }
 
+  // A new object owned by the returned pointer. Note [Unshared reference counts]: nothing
+  // else can see the object yet, so its count is set with a plain store, not an atomic add.
   template <typename... Args>
   static IntrusivePtr make(Args&&... args) {
-    return IntrusivePtr(new T(std::forward<Args>(args)...));
+    T* p = new T(std::forward<Args>(args)...);
+    p->refcount_.store(1, std::memory_order_relaxed);
+    return IntrusivePtr(p, AdoptTag{});
   }
 
   T* get() const noexcept { return ptr_; }
@@ -66,9 +70,19 @@ class IntrusivePtr {
   void retain() noexcept {
     if (ptr_) ptr_->refcount_.fetch_add(1, std::memory_order_relaxed);
   }
+  // Note [Unshared reference counts]: a count of 1 seen by the holder of that one reference
+  // cannot change under it (another thread would need a reference to add one), so the last
+  // owner deletes without the atomic subtraction; the acquire load orders the delete after
+  // every other owner's earlier release, as the acq_rel subtraction does.
   void release() noexcept {
-    if (ptr_ && ptr_->refcount_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete ptr_;
+    if (!ptr_) return;
+    if (ptr_->refcount_.load(std::memory_order_acquire) == 1 ||
+        ptr_->refcount_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      delete ptr_;
+    }
   }
+  struct AdoptTag {};
+  IntrusivePtr(T* p, AdoptTag) noexcept : ptr_(p) {}
   T* ptr_ = nullptr;
 };
 

@@ -39,6 +39,7 @@ class OpScope {
     if (outermost_) detail::tl_outermost_op = name;
     if (__builtin_expect(detail::g_op_observer_count.load(std::memory_order_relaxed) != 0, 0)) {
       observed_ = true;
+      exceptions_ = std::uncaught_exceptions();  // only observed scopes report a throw
       detail::notify_op({name_, true, false});
     }
   }
@@ -56,7 +57,7 @@ class OpScope {
   const char* name_;
   bool outermost_;
   bool observed_ = false;
-  int exceptions_ = std::uncaught_exceptions();
+  int exceptions_ = 0;
 };
 
 }  // namespace ember

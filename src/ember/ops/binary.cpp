@@ -56,7 +56,12 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, DType common, const
   const DType odt = kernels::cpu::is_bool_result(op) ? kBool : cdt;
   DimVector shape = a.sizes() == b.sizes() ? DimVector(a.sizes()) : broadcast_shapes(a.sizes(), b.sizes());
   Tensor out = empty(shape, TensorOptions(odt));
-  kernels::cpu::binary(op, out, as_dtype(a, cdt), as_dtype(b, cdt), alpha);
+  // Converted copies only where a dtype differs: the common case hands the operands on
+  // without touching their reference counts.
+  Tensor a_conv, b_conv;
+  const Tensor& ac = a.dtype() == cdt ? a : (a_conv = a.to(cdt));
+  const Tensor& bc = b.dtype() == cdt ? b : (b_conv = b.to(cdt));
+  kernels::cpu::binary(op, out, ac, bc, alpha);
   return out;
 }
 

@@ -71,7 +71,8 @@ Tensor unary(const char* name, UnaryOp op, const Tensor& t, const UnaryParams& p
 Tensor unary_raw(UnaryOp op, const Tensor& t, const UnaryParams& p) {
   const DType odt = out_dtype(op, t.dtype());
   Tensor out = empty(t.sizes(), TensorOptions(odt));
-  const Tensor in = (kind_of(op) == UnaryKind::Float && t.dtype() != odt) ? t.to(odt) : t;
+  Tensor converted;  // only when the dtype changes, so the input's count is not touched
+  const Tensor& in = (kind_of(op) == UnaryKind::Float && t.dtype() != odt) ? (converted = t.to(odt)) : t;
   kernels::cpu::unary(op, out, in, p);
   return out;
 }

@@ -7,11 +7,34 @@
 
 namespace ember::kernels {
 
+namespace {
+// IntArrayRef's == without the call and memcmp: shapes are a handful of values.
+bool same_sizes(IntArrayRef a, IntArrayRef b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+}  // namespace
+
 ElementwiseIter::ElementwiseIter(IntArrayRef shape) : shape_(shape) {
   for (int64_t s : shape) numel_ *= s;
 }
 
+// Note [Flat operands]: most element-wise calls see operands that are all contiguous and
+// of the output's shape; build() would drop their size-1 dims, keep the order and merge
+// everything into one run of numel elements. Such operands are recorded without
+// per-dim strides, and when every operand is flat build() writes that one-run result
+// directly, which on tiny tensors is most of an op's cost. A flat operand that meets a
+// non-flat one gets its row-major strides in build() and takes the general path.
 void ElementwiseIter::add(const Tensor& t) {
+  if (numel_ > 0 && t.is_contiguous() && same_sizes(t.sizes(), shape_)) {
+    EMBER_CHECK(nops_ < kMaxOperands, "[ElementwiseIter] too many operands");
+    flat_[nops_] = true;
+    add_operand(t.data_ptr(), t.dtype());
+    return;
+  }
   const int64_t nd = static_cast<int64_t>(shape_.size());
   const int64_t td = t.dim();
   DimVector elem(shape_.size(), 0);
@@ -28,12 +51,33 @@ void ElementwiseIter::add_raw(void* data, DType dtype, IntArrayRef elem_strides)
   DimVector& s = strides_[nops_];
   s.assign(elem_strides);
   for (auto& v : s) v *= es;
+  add_operand(data, dtype);
+}
+
+void ElementwiseIter::add_operand(void* data, DType dtype) {
   data_[nops_] = static_cast<char*>(data);
   dtypes_[nops_] = dtype;
   ++nops_;
 }
 
 void ElementwiseIter::build() {
+  bool all_flat = numel_ > 0;
+  for (int k = 0; k < nops_; ++k) all_flat = all_flat && flat_[k];
+  if (all_flat) {  // Note [Flat operands]
+    shape_.clear();
+    if (numel_ > 1) shape_.push_back(numel_);
+    for (int k = 0; k < nops_; ++k) {
+      strides_[k].clear();
+      if (numel_ > 1) strides_[k].push_back(static_cast<int64_t>(element_size(dtypes_[k])));
+    }
+    return;
+  }
+  for (int k = 0; k < nops_; ++k) {
+    if (!flat_[k]) continue;
+    // Row-major strides; those of size-1 dims are never read (the dims are dropped below).
+    strides_[k] = contiguous_strides(shape_);
+    for (auto& v : strides_[k]) v *= static_cast<int64_t>(element_size(dtypes_[k]));
+  }
   const size_t nd = shape_.size();
   // Innermost first, size-1 dims dropped (their strides never matter).
   DimVector shape;
@@ -102,6 +146,11 @@ void ElementwiseIter::serial_for_each(LoopFn loop, int64_t begin, int64_t end) c
     return;
   }
   for (int k = 0; k < nops_; ++k) inner[k] = strides_[k][0];
+  if (nd == 1) {  // one run: the common case after merging
+    for (int k = 0; k < nops_; ++k) ptrs[k] = data_[k] + begin * inner[k];
+    loop(ptrs, inner, end - begin);
+    return;
+  }
   // Multi-index of `begin`, innermost first.
   DimVector idx(nd);
   int64_t rem = begin;

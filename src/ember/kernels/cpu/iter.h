@@ -41,10 +41,15 @@ class ElementwiseIter {
   void for_each(LoopFn loop, int64_t grain = 32768) const;
 
  private:
+  void add_operand(void* data, DType dtype);
+
   DimVector shape_;               // innermost first after build()
   DimVector strides_[kMaxOperands];  // bytes, innermost first after build()
   char* data_[kMaxOperands] = {};
   DType dtypes_[kMaxOperands] = {};
+  // Operands added as contiguous tensors of exactly `shape`, whose strides are filled in
+  // only if build() needs them (Note [Flat operands]).
+  bool flat_[kMaxOperands] = {};
   int nops_ = 0;
   int64_t numel_ = 1;
 };
