@@ -26,8 +26,9 @@ std::vector<Tensor> main_job_parameters() {
 
 constexpr double kParams = 421642;
 
-// Adam/AdamW read the parameter, its gradient and two moments and write three
-// of them.
+// Adam/AdamW read the parameter, its gradient and two moments and write three of them
+// (12 MB in all): that stays in the last-level cache between steps, so no memory limit
+// applies and no "% of limit" is shown.
 template <typename Optimizer, typename Options>
 Case optimizer(std::string name, Options options, double tensors_touched) {
   return {std::move(name),
@@ -39,7 +40,7 @@ Case optimizer(std::string name, Options options, double tensors_touched) {
           1,
           kParams * 4 * tensors_touched,
           0,
-          Limit::Copy};
+          Limit::None};
 }
 
 std::vector<Case> cases() {
