@@ -149,19 +149,17 @@ void forward_impl(const Tensor& out, const Tensor& input, const Tensor& weight, 
     OneOmpThread one_thread;
     T* col = direct ? nullptr : scratch<T>(static_cast<size_t>(Kg * OHW));
     for (int64_t n = begin; n < end; ++n) {
+      // With a bias, the output starts as the bias and the product is added to it (beta 1):
+      // one pass over the output instead of BLAS zeroing it and a bias pass adding to it.
+      T* yn = y + n * g.out_channels * OHW;
+      if (b) {
+        for (int64_t o = 0; o < g.out_channels; ++o) std::fill(yn + o * OHW, yn + (o + 1) * OHW, b[o]);
+      }
       for (int64_t gi = 0; gi < g.groups; ++gi) {
         const T* xg = x + (n * g.in_channels + gi * Cg) * HW;
-        T* yg = y + (n * g.out_channels + gi * Og) * OHW;
         if (!direct) im2col(xg, Cg, g, col, OHW);
-        blas(false, false, Og, OHW, Kg, T(0), w + gi * Og * Kg, Kg, direct ? xg : col, OHW, yg, OHW);
-      }
-      if (b) {
-        T* yn = y + n * g.out_channels * OHW;
-        for (int64_t o = 0; o < g.out_channels; ++o) {
-          const T bo = b[o];
-          T* row = yn + o * OHW;
-          for (int64_t p = 0; p < OHW; ++p) row[p] += bo;
-        }
+        blas(false, false, Og, OHW, Kg, b ? T(1) : T(0), w + gi * Og * Kg, Kg, direct ? xg : col, OHW,
+             yn + gi * Og * OHW, OHW);
       }
     }
   });
