@@ -111,27 +111,42 @@ A sum_run(const T* p, int64_t n) {
   return add(add(add(acc[0], acc[1]), add(acc[2], acc[3])), add(add(acc[4], acc[5]), add(acc[6], acc[7])));
 }
 
+// Few long contiguous rows (inner == 1, outer < 4, len > kChunk) do not give each thread a row
+// of its own, so each row is cut into fixed chunks of kChunk values, reduced in parallel by
+// run(chunk, n, row); the caller folds row o's partials, [o * chunks, (o + 1) * chunks), in
+// chunk order (Note [Deterministic reductions]). Partials of bool are stored as bytes:
+// std::vector<bool> packs them into shared words that two threads must not write at once.
+bool few_long_rows(ReduceShape s) { return s.inner == 1 && s.outer < 4 && s.len > kChunk; }
+int64_t row_chunks(ReduceShape s) { return (s.len + kChunk - 1) / kChunk; }
+
+template <typename P, typename T, typename Run>
+std::vector<std::conditional_t<std::is_same_v<P, bool>, uint8_t, P>> row_chunk_partials(const T* x, ReduceShape s,
+                                                                                        Run run) {
+  const int64_t chunks = row_chunks(s);
+  std::vector<std::conditional_t<std::is_same_v<P, bool>, uint8_t, P>> partial(static_cast<size_t>(s.outer * chunks));
+  parallel_for(0, s.outer * chunks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      const int64_t o = k / chunks, c = k % chunks;
+      partial[k] = run(x + o * s.len + c * kChunk, std::min(kChunk, s.len - c * kChunk), o);
+    }
+  });
+  return partial;
+}
+
 // Reduces each (o, :, i) with `step(acc, x)` from `init`, finishing with `done(acc, len)`;
 // for a single long row the work is split into fixed chunks combined by `merge`.
 template <typename T, typename O, typename A, typename Step, typename Merge, typename Done>
-void generic_reduce(const Tensor& out, const Tensor& in, ReduceShape s, A init, Step step, Merge merge,
-                    Done done) {
+void generic_reduce(const Tensor& out, const Tensor& in, ReduceShape s, A init, Step step, Merge merge, Done done) {
   const T* x = in.data_ptr<T>();
   O* y = out.data_ptr<O>();
   const int64_t outputs = s.outer * s.inner;
   if (outputs == 0) return;
-  if (s.inner == 1 && s.outer < 4 && s.len > kChunk) {
-    const int64_t chunks = (s.len + kChunk - 1) / kChunk;
-    std::vector<A> partial(static_cast<size_t>(s.outer * chunks), init);
-    parallel_for(0, s.outer * chunks, 1, [&](int64_t b, int64_t e) {
-      for (int64_t k = b; k < e; ++k) {
-        const int64_t o = k / chunks, c = k % chunks;
-        const T* row = x + o * s.len + c * kChunk;
-        const int64_t n = std::min(kChunk, s.len - c * kChunk);
-        A acc = init;
-        for (int64_t r = 0; r < n; ++r) acc = step(acc, row[r]);
-        partial[k] = acc;
-      }
+  if (few_long_rows(s)) {
+    const int64_t chunks = row_chunks(s);
+    const auto partial = row_chunk_partials<A>(x, s, [&](const T* row, int64_t n, int64_t) {
+      A acc = init;
+      for (int64_t r = 0; r < n; ++r) acc = step(acc, row[r]);
+      return acc;
     });
     for (int64_t o = 0; o < s.outer; ++o) {
       A acc = partial[o * chunks];
@@ -161,15 +176,10 @@ void sum_reduce(const Tensor& out, const Tensor& in, ReduceShape s) {
   O* y = out.data_ptr<O>();
   if (s.outer * s.inner == 0) return;
   if (s.inner == 1) {
-    if (s.outer < 4 && s.len > kChunk) {
-      const int64_t chunks = (s.len + kChunk - 1) / kChunk;
-      std::vector<A> partial(static_cast<size_t>(s.outer * chunks));
-      parallel_for(0, s.outer * chunks, 1, [&](int64_t b, int64_t e) {
-        for (int64_t k = b; k < e; ++k) {
-          const int64_t o = k / chunks, c = k % chunks;
-          partial[k] = sum_run<T, A>(x + o * s.len + c * kChunk, std::min(kChunk, s.len - c * kChunk));
-        }
-      });
+    if (few_long_rows(s)) {
+      const int64_t chunks = row_chunks(s);
+      const auto partial =
+          row_chunk_partials<A>(x, s, [](const T* p, int64_t n, int64_t) { return sum_run<T, A>(p, n); });
       for (int64_t o = 0; o < s.outer; ++o) {
         A acc = 0;
         for (int64_t c = 0; c < chunks; ++c) acc = wrapping_add(acc, partial[o * chunks + c]);
@@ -290,15 +300,10 @@ void extreme_reduce(const Tensor& out, const Tensor& in, ReduceShape s) {
     return (kMax ? b > a : b < a) ? b : a;
   };
   if (s.inner == 1) {
-    if (s.outer < 4 && s.len > kChunk) {
-      const int64_t chunks = (s.len + kChunk - 1) / kChunk;
-      std::vector<T> partial(static_cast<size_t>(s.outer * chunks));
-      parallel_for(0, s.outer * chunks, 1, [&](int64_t b, int64_t e) {
-        for (int64_t k = b; k < e; ++k) {
-          const int64_t o = k / chunks, c = k % chunks;
-          partial[k] = extreme_run<kMax>(x + o * s.len + c * kChunk, std::min(kChunk, s.len - c * kChunk));
-        }
-      });
+    if (few_long_rows(s)) {
+      const int64_t chunks = row_chunks(s);
+      const auto partial =
+          row_chunk_partials<T>(x, s, [](const T* p, int64_t n, int64_t) { return extreme_run<kMax>(p, n); });
       for (int64_t o = 0; o < s.outer; ++o) {
         T acc = partial[o * chunks];
         for (int64_t c = 1; c < chunks; ++c) acc = pick(acc, partial[o * chunks + c]);
@@ -623,22 +628,18 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
         for (int64_t k = 0; k < outputs; ++k) put(k, std::numeric_limits<double>::quiet_NaN(), 0.0);
         return;
       }
-      if (s.inner == 1 && s.outer < 4 && s.len > kChunk) {  // few long rows: fixed chunks in parallel
-        const int64_t chunks = (s.len + kChunk - 1) / kChunk;
-        std::vector<double> partial(static_cast<size_t>(s.outer * chunks)), mu(static_cast<size_t>(s.outer));
-        auto chunk_of = [&](int64_t k) { return x + (k / chunks) * s.len + (k % chunks) * kChunk; };
-        auto chunk_len = [&](int64_t k) { return std::min(kChunk, s.len - (k % chunks) * kChunk); };
-        parallel_for(0, s.outer * chunks, 1, [&](int64_t b, int64_t e) {
-          for (int64_t k = b; k < e; ++k) partial[k] = sum_run<T, double>(chunk_of(k), chunk_len(k));
-        });
+      if (few_long_rows(s)) {
+        const int64_t chunks = row_chunks(s);
+        std::vector<double> mu(static_cast<size_t>(s.outer));
+        auto partial = row_chunk_partials<double>(
+            x, s, [](const T* p, int64_t len, int64_t) { return sum_run<T, double>(p, len); });
         for (int64_t o = 0; o < s.outer; ++o) {
           double acc = 0;
           for (int64_t c = 0; c < chunks; ++c) acc += partial[o * chunks + c];
           mu[o] = acc / n;
         }
-        parallel_for(0, s.outer * chunks, 1, [&](int64_t b, int64_t e) {
-          for (int64_t k = b; k < e; ++k) partial[k] = sqdev_run(chunk_of(k), chunk_len(k), mu[k / chunks]);
-        });
+        partial = row_chunk_partials<double>(
+            x, s, [&](const T* p, int64_t len, int64_t o) { return sqdev_run(p, len, mu[o]); });
         for (int64_t o = 0; o < s.outer; ++o) {
           double acc = 0;
           for (int64_t c = 0; c < chunks; ++c) acc += partial[o * chunks + c];
