@@ -3,8 +3,11 @@
 //
 //   fashion_mnist [--epochs 2] [--batch-size 64] [--lr 1e-3] [--threads 2] [--seed 0]
 //                 [--workers 2] [--data DIR] [--out DIR] [--resume] [--limit N]
-//                 [--min-accuracy X]
+//                 [--min-accuracy X] [--export model.ember]
 //
+// --export traces the trained model (eval mode, dynamic batch), freezes it (batch norm and
+// constants folded, element-wise chains fused) and saves one artifact with the labels, the
+// input normalisation and a reference input profile; examples/infer runs it (docs/jit.md).
 // --min-accuracy makes the run fail (exit 3) when the final test accuracy is below X; the
 // smoke tests use it.
 // The last line is a machine-readable summary that bench/train_fashion_mnist.py reads.
@@ -37,13 +40,14 @@ struct Args {
   double min_accuracy = 0;
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string out = "runs/fashion_mnist";
+  std::string export_path;
   bool resume = false;
 };
 
 [[noreturn]] void usage(const char* prog, const std::string& problem) {
   std::fprintf(stderr,
                "%s: %s\nusage: %s [--epochs N] [--batch-size N] [--lr X] [--threads N] [--seed N] "
-               "[--workers N] [--data DIR] [--out DIR] [--resume] [--limit N] [--min-accuracy X]\n",
+               "[--workers N] [--data DIR] [--out DIR] [--resume] [--limit N] [--min-accuracy X] [--export FILE]\n",
                prog, problem.c_str(), prog);
   std::exit(2);
 }
@@ -68,6 +72,7 @@ Args parse(int argc, char** argv) {
       else if (k == "--data") a.data_dir = value();
       else if (k == "--out") a.out = value();
       else if (k == "--resume") a.resume = true;
+      else if (k == "--export") a.export_path = value();
       else if (k == "--help" || k == "-h") usage(argv[0], "help");
       else usage(argv[0], "unknown option " + k);
     } catch (const std::logic_error&) {
@@ -101,6 +106,46 @@ double evaluate(nn::Sequential& model, const std::shared_ptr<data::FashionMNIST>
   }
   model->train();
   return seen ? static_cast<double>(correct) / static_cast<double>(seen) : 0.0;
+}
+
+// The model as a standalone artifact: traced in eval mode with a dynamic batch, frozen, and
+// saved with what a server needs to use it (labels, input normalisation, input profile).
+void export_model(nn::Sequential& model, const std::shared_ptr<data::FashionMNIST>& test_set, const Args& args,
+                  double accuracy) {
+  model->eval();
+  data::DataLoader loader(test_set, data::DataLoaderOptions().batch_size(256));
+  const data::Example sample = *loader.begin();
+  ember::jit::TraceOptions opt;
+  opt.dynamic_batch = true;
+  opt.input_names = {"images"};
+  opt.output_names = {"logits"};
+  ember::jit::GraphModule frozen = ember::jit::freeze(ember::jit::trace(*model, sample.data, opt));
+  ember::Value meta = ember::Value::dict();
+  meta["model_name"] = "fashion-mnist-cnn";
+  meta["version"] = "1";
+  ember::Value run = ember::Value::dict();
+  run["epochs"] = args.epochs;
+  run["seed"] = static_cast<int64_t>(args.seed);
+  run["batch_size"] = args.batch_size;
+  run["lr"] = args.lr;
+  run["test_accuracy"] = accuracy;
+  meta["training_run"] = run;
+  ember::Value norm = ember::Value::dict();
+  norm["scale"] = 1.0 / 255.0;  // uint8 pixels to [0, 1], then (x - mean) / std
+  norm["mean"] = std::vector<double>{0.2860};
+  norm["std"] = std::vector<double>{0.3530};
+  meta["normalization"] = norm;
+  ember::Value::List labels;
+  for (const char* l : {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag",
+                        "Ankle boot"})
+    labels.push_back(ember::Value(l));
+  meta["labels"] = ember::Value(labels);
+  meta["input_profile"] = ember::jit::input_profile(sample.data);
+  ember::jit::save(frozen, args.export_path, meta);
+  model->train();
+  std::printf("exported: %s (%lld ops, %lld parameters)\n", args.export_path.c_str(),
+              static_cast<long long>(frozen.graph().nodes.size()),
+              static_cast<long long>(frozen.graph().parameter_count()));
 }
 
 // Peak resident memory of this process in MiB (Linux: VmHWM).
@@ -216,6 +261,14 @@ int main(int argc, char** argv) {
   }
   std::printf("final test accuracy: %.4f\ncheckpoint: %s (resume with --resume --epochs N)\n", accuracy,
               ckpt_path.c_str());
+  if (!args.export_path.empty()) {
+    try {
+      export_model(model, test_set, args, accuracy);
+    } catch (const ember::Error& e) {
+      std::cerr << "export failed: " << e.what() << "\n";
+      return 1;
+    }
+  }
   std::printf("summary: epochs=%lld train_seconds=%.3f samples_per_s=%.1f test_accuracy=%.4f peak_rss_mb=%.1f\n",
               static_cast<long long>(args.epochs - first_epoch + 1), train_seconds,
               train_seconds > 0 ? static_cast<double>(trained_samples) / train_seconds : 0.0, accuracy,

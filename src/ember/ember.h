@@ -13,6 +13,7 @@
 #include "ember/core/scalar.h"
 #include "ember/core/tensor.h"
 #include "ember/core/tensor_options.h"
+#include "ember/core/warning.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/type_promotion.h"
 #include "ember/ops/view.h"
@@ -35,3 +36,6 @@
 // Convolution and pooling.
 #include "ember/ops/conv.h"
 #include "ember/ops/pool.h"
+#include "ember/jit/jit.h"
+#include "ember/jit/artifact.h"
+#include "ember/jit/compile.h"

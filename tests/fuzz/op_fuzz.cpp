@@ -7,6 +7,7 @@
 //
 //   ember_fuzz [--seed S] [--seconds T] [--count N] [--first N] [--list] [--check-coverage SRC_DIR]
 //   ember_fuzz --files [--seed S] [--seconds T] [--count N]: the checkpoint / IDX / token-file readers
+//   and model artifacts (jit::load, and hostile graphs through jit::graph_from_value + run)
 //   env: EMBER_FUZZ_SEED, EMBER_FUZZ_SECONDS, EMBER_FUZZ_COUNT
 //
 // Adding an op: add one OP(...) line to the table below. `--check-coverage` (a CTest test)
@@ -690,6 +691,39 @@ std::string mutate(Ctx& c, std::string b) {
   return b;
 }
 
+// A Value with a few of its numbers, strings and list lengths changed (graph fuzzing).
+Value mutate_value(Ctx& c, const Value& v, int depth = 0) {
+  const bool hit = c.coin(depth < 2 ? 6 : 12);
+  switch (v.kind()) {
+    case Value::Kind::Int:
+      if (!hit) return v;
+      return Value(c.coin() ? v.to_int() + static_cast<int64_t>(c.u() % 7) - 3 : c.integer());
+    case Value::Kind::Double: return hit ? Value(c.coin() ? -v.to_double() : 1e308) : v;
+    case Value::Kind::String:
+      if (!hit) return v;
+      return Value(c.coin() ? std::string("frobnicate") : c.coin() ? std::string("f64") : std::string());
+    case Value::Kind::Bool: return hit ? Value(!v.to_bool()) : v;
+    case Value::Kind::List: {
+      Value::List out;
+      for (const Value& e : v.to_list()) {
+        if (hit && c.coin(4)) continue;  // drop an element
+        out.push_back(mutate_value(c, e, depth + 1));
+      }
+      if (hit && c.coin(4) && !out.empty()) out.push_back(out.front());
+      return Value(out);
+    }
+    case Value::Kind::Dict: {
+      Value::Dict out;
+      for (const auto& it : v.to_dict()) {
+        if (hit && c.coin(8)) continue;  // drop a key
+        out.insert(it.key(), mutate_value(c, it.value(), depth + 1));
+      }
+      return Value(out);
+    }
+    default: return v;
+  }
+}
+
 int fuzz_files(uint64_t seed, int64_t count, double seconds) {
   char dir_tmpl[] = "/tmp/ember_fuzz_files_XXXXXX";
   const char* dir = mkdtemp(dir_tmpl);
@@ -706,7 +740,16 @@ int fuzz_files(uint64_t seed, int64_t count, double seconds) {
   save(original, ckpt);
   data::write_idx(arange(24, TensorOptions(kUInt8)).reshape({2, 3, 4}), idx);
   spill(tok, std::string(64, '\x01'));
-  const std::string valid[3] = {slurp(ckpt), slurp(idx), slurp(tok)};
+  // A model artifact (jit::save): a small traced graph with a dynamic batch dim.
+  const std::string art = std::string(dir) + "/valid.ember";
+  auto mlp = nn::Sequential(nn::Linear(4, 3), nn::ReLU(), nn::Linear(3, 2));
+  mlp->eval();
+  jit::TraceOptions topt;
+  topt.dynamic_batch = true;
+  const jit::GraphModule traced = jit::freeze(jit::trace(*mlp, randn({2, 4}), topt));
+  jit::save(traced, art);
+  const Value graph_value = jit::graph_to_value(traced.graph());
+  const std::string valid[4] = {slurp(ckpt), slurp(idx), slurp(tok), slurp(art)};
   int64_t files = 0, loaded = 0, refused = 0;
   const int64_t t0 = now_ms();
   g_seed = seed;
@@ -715,9 +758,10 @@ int fuzz_files(uint64_t seed, int64_t count, double seconds) {
     if (count >= 0 && i >= count) break;
     if (count < 0 && static_cast<double>(now_ms() - t0) > seconds * 1000.0) break;
     Ctx c{std::mt19937_64(seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(i))};
-    const int kind = static_cast<int>(i % 3);
-    spill(mutated, mutate(c, valid[kind]));
-    g_op = kind == 0 ? "load" : kind == 1 ? "read_idx" : "TokenDataset";
+    const int kind = static_cast<int>(i % 5);
+    if (kind < 4) spill(mutated, mutate(c, valid[kind]));
+    else spill(mutated, "");  // kind 4 writes a well-formed file of a hostile graph below
+    g_op = kind == 0 ? "load" : kind == 1 ? "read_idx" : kind == 2 ? "TokenDataset" : kind == 3 ? "jit::load" : "jit::graph";
     g_call = i;
     g_call_start_ms = now_ms();
     try {
@@ -731,6 +775,26 @@ int fuzz_files(uint64_t seed, int64_t count, double seconds) {
         }
       } else if (kind == 1) {
         data::read_idx(mutated).sum();
+        ++loaded;
+      } else if (kind == 3) {
+        // A damaged artifact is refused (checksum) or, if it loads, is the original.
+        const jit::GraphModule m = jit::load(mutated);
+        ++loaded;
+        if (m.graph().str() != traced.graph().str()) {
+          std::fprintf(stderr, "\n[ember_fuzz] a mutated artifact loaded with a changed graph\n");
+          print_current("silent load of a changed graph");
+          ok = false;
+        }
+      } else if (kind == 4) {
+        // A checksummed file whose graph is hostile (ids, shapes, attributes, ops changed):
+        // refused with ember::Error or run; never a crash.
+        Value hostile = mutate_value(c, graph_value);
+        jit::Graph g = jit::graph_from_value(hostile);
+        for (const auto& [id, t] : traced.graph().values) {
+          if (id < static_cast<int>(g.vars.size())) g.values[id] = t;
+        }
+        jit::GraphModule m(std::move(g));
+        m.run({randn({1 + static_cast<int64_t>(c.u() % 3), 4})});
         ++loaded;
       } else {
         data::TokenDataset ds(mutated, 1 + static_cast<int64_t>(c.u() % 80),

@@ -5,6 +5,8 @@
 #include "ember/autograd/autograd_meta.h"
 #include "ember/core/check.h"
 #include "ember/kernels/cpu/dispatch.h"
+#include "ember/core/op_scope.h"
+#include "ember/jit/trace_hook.h"
 
 namespace ember {
 
@@ -45,6 +47,8 @@ T* Tensor::data_ptr() const {
 template <typename T>
 T Tensor::item() const {
   EMBER_CHECK(defined(), "[item] called on an undefined tensor");
+  // Called by the user (not inside an op) while tracing: the value must not be traced.
+  if (detail::tl_outermost_op == nullptr) jit::detail::value_read("item", *this);
   EMBER_CHECK(numel() == 1, "[item] a Tensor with ", numel(),
               " elements cannot be converted to a scalar; item() needs exactly one element");
   return kernels::dispatch_all(dtype(), "item", [&](auto tag) -> T {
@@ -62,6 +66,7 @@ Scalar Tensor::item() const {
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   EMBER_CHECK(defined(), "[to_vector] called on an undefined tensor");
+  if (detail::tl_outermost_op == nullptr) jit::detail::value_read("to_vector", *this);
   Tensor c = to(kernels::dtype_of<T>()).contiguous();
   const T* p = static_cast<const T*>(c.data_ptr());
   return std::vector<T>(p, p + c.numel());
@@ -86,6 +91,7 @@ template bool Tensor::item<bool>() const;
 
 template <>
 std::vector<bool> Tensor::to_vector<bool>() const {
+  if (detail::tl_outermost_op == nullptr) jit::detail::value_read("to_vector", *this);
   Tensor c = to(kBool).contiguous();
   const bool* p = static_cast<const bool*>(c.data_ptr());
   return std::vector<bool>(p, p + c.numel());

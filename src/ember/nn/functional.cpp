@@ -6,6 +6,7 @@
 #include "ember/ops/creation.h"
 #include "ember/ops/linalg.h"
 #include "ember/ops/pointwise.h"
+#include "ember/jit/trace_hook.h"
 
 namespace ember::nn::functional {
 
@@ -30,6 +31,8 @@ Tensor softmax(const Tensor& input, int64_t dim) { return input.softmax(dim); }
 Tensor log_softmax(const Tensor& input, int64_t dim) { return input.log_softmax(dim); }
 
 Tensor dropout(const Tensor& input, double p, bool training) {
+  jit::detail::TraceOp trace("dropout");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("dropout");
   EMBER_CHECK(p >= 0 && p <= 1, "[dropout] probability has to be between 0 and 1, but got ", p);
   EMBER_CHECK(input.defined(), "[dropout] called with an undefined tensor");
@@ -42,6 +45,10 @@ Tensor dropout(const Tensor& input, double p, bool training) {
     mask.div_(1 - p);
   }
   return input * mask;
+}();
+  // Eval-mode dropout is the identity: its output is its input, nothing to record.
+  if (trace.recording() && training && p > 0) trace.record({input}, {{"p", Value(p)}, {"training", Value(training)}}, out);
+  return out;
 }
 
 }  // namespace ember::nn::functional

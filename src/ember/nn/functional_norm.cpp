@@ -15,6 +15,8 @@
 #include "ember/ops/linalg.h"
 #include "ember/ops/pointwise.h"
 #include "ember/ops/sort.h"
+#include "ember/jit/trace_hook.h"
+#include "ember/ops/pointwise_nodes.h"
 
 namespace ember::nn::functional {
 
@@ -76,6 +78,8 @@ Tensor row_norm(const char* name, const Tensor& input, int64_t k, const Tensor& 
 
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps) {
+  jit::detail::TraceOp trace("batch_norm");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("batch_norm");
   constexpr const char* op = "batch_norm";
   check_float_input(input, op);
@@ -133,6 +137,9 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
     autograd::fn::batch_norm(out, input, weight, bias, mean, invstd, training, eps);
   }
   return out;
+}();
+  if (trace.recording()) trace.record({input, running_mean, running_var, weight, bias}, {{"training", Value(training)}, {"momentum", Value(momentum)}, {"eps", Value(eps)}}, out);
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -140,6 +147,8 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
 
 Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
+  jit::detail::TraceOp trace("layer_norm");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("layer_norm");
   constexpr const char* op = "layer_norm";
   check_float_input(input, op);
@@ -162,9 +171,14 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tenso
     return layer_norm(input.to(kFloat32), normalized_shape, to_float(weight), to_float(bias), eps).to(input.dtype());
   }
   return row_norm("NativeLayerNormBackward0", input, k, weight, bias, eps);
+}();
+  if (trace.recording()) trace.record({input, weight, bias}, {{"normalized_shape", jit::detail::ints(normalized_shape)}, {"eps", Value(eps)}}, out);
+  return out;
 }
 
 Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
+  jit::detail::TraceOp trace("group_norm");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("group_norm");
   constexpr const char* op = "group_norm";
   check_float_input(input, op);
@@ -196,6 +210,9 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
   if (weight.defined()) out = out * weight.view(shape);
   if (bias.defined()) out = out + bias.view(shape);
   return out;
+}();
+  if (trace.recording()) trace.record({input, weight, bias}, {{"num_groups", Value(num_groups)}, {"eps", Value(eps)}}, out);
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -203,6 +220,8 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
 
 Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_t> padding_idx,
                  std::optional<double> max_norm, double norm_type) {
+  jit::detail::TraceOp trace("embedding");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("embedding");
   EMBER_CHECK(input.defined() && weight.defined(), "[embedding] called with an undefined tensor");
   EMBER_CHECK(weight.dim() == 2, "[embedding] weight must be 2-d [num_embeddings, embedding_dim], got sizes ",
@@ -243,6 +262,9 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
     out = weight.index_select(0, idx).view(out_shape);
   }
   if (autograd::needs_grad(weight)) autograd::fn::embedding(out, weight, idx, pad);
+  return out;
+}();
+  if (trace.recording()) trace.record({input, weight}, {{"padding_idx", jit::detail::opt_int(padding_idx)}, {"max_norm", max_norm ? Value(*max_norm) : Value()}, {"norm_type", Value(norm_type)}}, out);
   return out;
 }
 

@@ -34,6 +34,8 @@
 #include "ember/ops/creation.h"
 #include "ember/ops/index.h"
 #include "ember/ops/view.h"
+#include "ember/jit/trace_hook.h"
+#include "ember/ops/pointwise_nodes.h"
 
 namespace ember {
 
@@ -511,14 +513,24 @@ Tensor masked_scatter_copy(const Tensor& t, const Tensor& mask, const Tensor& so
 }  // namespace
 
 Tensor masked_fill(const Tensor& t, const Tensor& mask, const Scalar& value) {
+  jit::detail::TraceOp trace("masked_fill");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("masked_fill");
   return masked_fill_op(t, mask, value, Tensor());
+}();
+  if (trace.recording()) trace.record({t, mask}, {{"value", detail::value_from_scalar(value)}}, out);
+  return out;
 }
 
 Tensor masked_fill(const Tensor& t, const Tensor& mask, const Tensor& value) {
+  jit::detail::TraceOp trace("masked_fill");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("masked_fill");
   const Scalar v = fill_value(value, "masked_fill");
   return masked_fill_op(t, mask, v, value);
+}();
+  if (trace.recording()) trace.record({t, mask, value}, {}, out);
+  return out;
 }
 
 Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
@@ -540,6 +552,7 @@ Tensor& masked_fill_(Tensor& t, const Tensor& mask, const Tensor& value) {
 
 Tensor masked_select(const Tensor& t, const Tensor& mask) {
   OpScope scope("masked_select");
+  jit::detail::value_read("masked_select", mask);  // its shape depends on the data
   check_defined(t, "masked_select", "self");
   check_mask(mask, "masked_select");
   if (autograd::needs_grad(t)) {
@@ -585,6 +598,7 @@ Tensor& Tensor::masked_scatter_(const Tensor& mask, const Tensor& source) {
 
 Tensor nonzero(const Tensor& t) {
   OpScope scope("nonzero");
+  jit::detail::value_read("nonzero", t);  // its shape depends on the data
   check_defined(t, "nonzero", "self");
   AutoGradMode no_grad(false);  // not differentiable: record nothing
   const Tensor c = t.contiguous();

@@ -6,10 +6,12 @@
 #include "ember/autograd/record.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
+#include "ember/jit/trace_hook.h"
 #include "ember/kernels/cpu/pointwise.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/overlap.h"
 #include "ember/ops/pointwise.h"
+#include "ember/ops/pointwise_nodes.h"
 #include "ember/ops/type_promotion.h"
 #include "ember/ops/view.h"
 
@@ -65,39 +67,67 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, DType common, const
   return out;
 }
 
+// The row's public name, under which graphs record the op (Note [Graph op set]).
+const char* row_name(BinaryOp op) {
+  switch (op) {
+#define EMBER_BINARY(Id, name, ...) \
+  case BinaryOp::Id: return #name;
+#include "ember/ops/pointwise_ops.h"
+    case BinaryOp::Count: break;
+  }
+  return "?";
+}
+
+// Graph attributes of a binary node; `scalar`/`scalar_name` carry a wrapped scalar operand.
+jit::detail::Attrs row_attrs(BinaryOp op, const Scalar& alpha, const char* scalar_name = nullptr,
+                             const Scalar* scalar = nullptr) {
+  jit::detail::Attrs attrs;
+  if (scalar != nullptr) attrs.emplace_back(scalar_name, detail::value_from_scalar(*scalar));
+  if (!(alpha.is_integral() && alpha.to_long() == 1)) attrs.emplace_back("alpha", detail::value_from_scalar(alpha));
+  if (op == BinaryOp::DivTrunc) attrs.emplace_back("rounding_mode", Value("trunc"));
+  if (op == BinaryOp::DivFloor) attrs.emplace_back("rounding_mode", Value("floor"));
+  return attrs;
+}
+
 Tensor binary_tt(const char* name, BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& alpha = 1) {
   OpScope scope(name);
+  jit::detail::TraceOp trace(name);
   EMBER_CHECK(a.defined() && b.defined(), "[", name, "] called with an undefined tensor");
   check_operands(name, op, a.dtype(), b.dtype());
-  if (autograd::needs_grad(a, b)) {
-    return autograd::fn::binary(static_cast<uint8_t>(op), a, b, alpha,
-                                [&] { return binary(op, a, b, result_type(a, b), alpha); });
-  }
-  return binary(op, a, b, result_type(a, b), alpha);
+  Tensor out = autograd::needs_grad(a, b)
+                   ? autograd::fn::binary(static_cast<uint8_t>(op), a, b, alpha,
+                                          [&] { return binary(op, a, b, result_type(a, b), alpha); })
+                   : binary(op, a, b, result_type(a, b), alpha);
+  if (trace.recording()) jit::detail::record_node(row_name(op), {a, b}, row_attrs(op, alpha), {out}, false);
+  return out;
 }
 
 Tensor binary_ts(const char* name, BinaryOp op, const Tensor& a, const Scalar& b, const Scalar& alpha = 1) {
   OpScope scope(name);
+  jit::detail::TraceOp trace(name);
   EMBER_CHECK(a.defined(), "[", name, "] called with an undefined tensor");
   const DType common = result_type(a, b);
   check_operands(name, op, a.dtype(), b.dtype());
   const Tensor bt = scalar_tensor(b, TensorOptions(compute_dtype(op, common)));
-  if (autograd::needs_grad(a)) {
-    return autograd::fn::binary(static_cast<uint8_t>(op), a, bt, alpha, [&] { return binary(op, a, bt, common, alpha); });
-  }
-  return binary(op, a, bt, common, alpha);
+  Tensor out = autograd::needs_grad(a) ? autograd::fn::binary(static_cast<uint8_t>(op), a, bt, alpha,
+                                                              [&] { return binary(op, a, bt, common, alpha); })
+                                       : binary(op, a, bt, common, alpha);
+  if (trace.recording()) jit::detail::record_node(row_name(op), {a}, row_attrs(op, alpha, "other", &b), {out}, false);
+  return out;
 }
 
 Tensor binary_st(const char* name, BinaryOp op, const Scalar& a, const Tensor& b) {
   OpScope scope(name);
+  jit::detail::TraceOp trace(name);
   EMBER_CHECK(b.defined(), "[", name, "] called with an undefined tensor");
   const DType common = result_type(a, b);
   check_operands(name, op, a.dtype(), b.dtype());
   const Tensor at = scalar_tensor(a, TensorOptions(compute_dtype(op, common)));
-  if (autograd::needs_grad(b)) {
-    return autograd::fn::binary(static_cast<uint8_t>(op), at, b, 1, [&] { return binary(op, at, b, common); });
-  }
-  return binary(op, at, b, common);
+  Tensor out = autograd::needs_grad(b)
+                   ? autograd::fn::binary(static_cast<uint8_t>(op), at, b, 1, [&] { return binary(op, at, b, common); })
+                   : binary(op, at, b, common);
+  if (trace.recording()) jit::detail::record_node(row_name(op), {b}, row_attrs(op, 1, "self", &a), {out}, false);
+  return out;
 }
 
 Tensor& binary_inplace(const char* name, BinaryOp op, Tensor& self, const Tensor& other, DType common,
@@ -128,10 +158,24 @@ Tensor& binary_inplace(const char* name, BinaryOp op, Tensor& self, const Tensor
   return self;
 }
 
+Tensor& binary_inplace_t_impl(const char* name, BinaryOp op, Tensor& self, const Tensor& other, const Scalar& alpha);
+Tensor& binary_inplace_s_impl(const char* name, BinaryOp op, Tensor& self, const Scalar& other, const Scalar& alpha);
+
 Tensor& binary_inplace_t(const char* name, BinaryOp op, Tensor& self, const Tensor& other,
                          const Scalar& alpha = 1) {
   OpScope scope(name);
+  jit::detail::TraceOp trace(name);
   EMBER_CHECK(self.defined() && other.defined(), "[", name, "] called with an undefined tensor");
+  if (trace.recording()) {
+    const Tensor before = self, rhs = other;
+    binary_inplace_t_impl(name, op, self, other, alpha);
+    jit::detail::record_node(row_name(op), {before, rhs}, row_attrs(op, alpha), {self}, true);
+    return self;
+  }
+  return binary_inplace_t_impl(name, op, self, other, alpha);
+}
+
+Tensor& binary_inplace_t_impl(const char* name, BinaryOp op, Tensor& self, const Tensor& other, const Scalar& alpha) {
   if (autograd::needs_grad(self, other)) {
     autograd::fn::binary_(static_cast<uint8_t>(op), name, self, other, alpha,
                           [&] { binary_inplace(name, op, self, other, result_type(self, other), alpha); });
@@ -144,7 +188,18 @@ Tensor& binary_inplace_t(const char* name, BinaryOp op, Tensor& self, const Tens
 Tensor& binary_inplace_s(const char* name, BinaryOp op, Tensor& self, const Scalar& other,
                          const Scalar& alpha = 1) {
   OpScope scope(name);
+  jit::detail::TraceOp trace(name);
   EMBER_CHECK(self.defined(), "[", name, "] called with an undefined tensor");
+  if (trace.recording()) {
+    const Tensor before = self;
+    binary_inplace_s_impl(name, op, self, other, alpha);
+    jit::detail::record_node(row_name(op), {before}, row_attrs(op, alpha, "other", &other), {self}, true);
+    return self;
+  }
+  return binary_inplace_s_impl(name, op, self, other, alpha);
+}
+
+Tensor& binary_inplace_s_impl(const char* name, BinaryOp op, Tensor& self, const Scalar& other, const Scalar& alpha) {
   const DType common = result_type(self, other);
   const Tensor ot = scalar_tensor(other, TensorOptions(compute_dtype(op, common)));
   if (autograd::needs_grad(self)) {
@@ -261,6 +316,8 @@ EMBER_COMPARE(ge, Ge)
 
 
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  jit::detail::TraceOp trace("where");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("where");
   EMBER_CHECK(cond.defined() && a.defined() && b.defined(), "[where] called with an undefined tensor");
   EMBER_CHECK(cond.dtype() == kBool, "[where] expected condition to be a bool tensor, but got a tensor of dtype ",
@@ -270,6 +327,9 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   DimVector shape = broadcast_shapes(broadcast_shapes(cond.sizes(), a.sizes()), b.sizes());
   Tensor out = empty(shape, TensorOptions(dt));
   kernels::cpu::where(out, cond, as_dtype(a, dt), as_dtype(b, dt));
+  return out;
+}();
+  if (trace.recording()) trace.record({cond, a, b}, {}, out);
   return out;
 }
 Tensor where(const Tensor& cond, const Tensor& a, const Scalar& b) {
@@ -381,3 +441,72 @@ Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
 Tensor operator>=(const Tensor& a, const Scalar& b) { return ge(a, b); }
 
 }  // namespace ember
+
+// ---- graph nodes (ops/pointwise_nodes.h) ----
+namespace ember::detail {
+
+namespace {
+bool binary_from_name(std::string_view op, BinaryOp& out) {
+#define EMBER_BINARY(Id, name, ...) \
+  if (op == #name) {                \
+    out = BinaryOp::Id;             \
+    return true;                    \
+  }
+#include "ember/ops/pointwise_ops.h"
+  return false;
+}
+}  // namespace
+
+bool is_binary_node(std::string_view op) {
+  BinaryOp id;
+  return binary_from_name(op, id);
+}
+
+Tensor run_binary_node(std::string_view op, const std::vector<Tensor>& in, const Value::Dict& attrs) {
+  BinaryOp id{};
+  EMBER_CHECK(binary_from_name(op, id), "[jit] '", op, "' is not an element-wise binary op");
+  if (const Value* mode = attrs.find("rounding_mode"); mode != nullptr && id == BinaryOp::Div) {
+    id = div_op("div", mode->to_string());
+  }
+  const Value* alpha_v = attrs.find("alpha");
+  const Scalar alpha = alpha_v != nullptr ? scalar_from_value(*alpha_v) : Scalar(int64_t(1));
+  const char* name = row_name(id);
+  if (in.size() == 2) return binary_tt(name, id, in[0], in[1], alpha);
+  EMBER_CHECK(in.size() == 1, "[jit] node '", op, "' has ", in.size(), " tensor inputs; expected 1 or 2");
+  if (const Value* other = attrs.find("other")) return binary_ts(name, id, in[0], scalar_from_value(*other), alpha);
+  const Value* self = attrs.find("self");
+  EMBER_CHECK(self != nullptr, "[jit] node '", op, "' with one tensor input needs an 'other' or 'self' attribute");
+  return binary_st(name, id, scalar_from_value(*self), in[0]);
+}
+
+bool run_binary_node_out(std::string_view op, const Tensor& out, const std::vector<Tensor>& in,
+                         const Value::Dict& attrs) {
+  BinaryOp id{};
+  if (!binary_from_name(op, id) || in.empty() || in.size() > 2) return false;
+  const Tensor& a = in[0];
+  if (a.dtype() == kBool || out.dtype() != a.dtype() || !(out.sizes() == a.sizes())) return false;
+  if (const Value* mode = attrs.find("rounding_mode"); mode != nullptr && id == BinaryOp::Div) {
+    id = div_op("div", mode->to_string());
+  }
+  if (kernels::cpu::is_bool_result(id)) return false;
+  const Value* alpha_v = attrs.find("alpha");
+  const Scalar alpha = alpha_v != nullptr ? scalar_from_value(*alpha_v) : Scalar(int64_t(1));
+  Tensor b;
+  if (in.size() == 2) {
+    b = in[1];
+    if (b.dtype() != a.dtype() || (b.is_alias_of(out) && !b.is_same(out))) return false;
+    if (!(b.sizes() == a.sizes()) && !(DimVector(broadcast_shapes(a.sizes(), b.sizes())) == DimVector(a.sizes()))) return false;
+  } else {
+    const Value* other = attrs.find("other");
+    if (other == nullptr) return false;  // scalar op tensor: the tensor is the second operand
+    const Scalar s = scalar_from_value(*other);
+    if (result_type(a, s) != a.dtype()) return false;
+    b = scalar_tensor(s, TensorOptions(a.dtype()));
+  }
+  if (compute_dtype(id, a.dtype()) != a.dtype()) return false;
+  check_operands(row_name(id), id, a.dtype(), b.dtype());
+  kernels::cpu::binary(id, out, a, b, alpha);
+  return true;
+}
+
+}  // namespace ember::detail

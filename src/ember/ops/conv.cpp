@@ -13,6 +13,8 @@
 #include "ember/ops/conv_prim.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/join.h"
+#include "ember/jit/trace_hook.h"
+#include "ember/ops/pointwise_nodes.h"
 
 namespace ember {
 
@@ -242,30 +244,50 @@ Tensor conv_prim(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& 
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
               IntArrayRef dilation, int64_t groups) {
+  jit::detail::TraceOp trace("conv1d");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("conv1d");
   return convolution("conv1d", input, weight, bias, 1, stride, padding, dilation, 0, groups, false);
+}();
+  if (trace.recording()) trace.record({input, weight, bias}, {{"stride", jit::detail::ints(stride)}, {"padding", jit::detail::ints(padding)}, {"dilation", jit::detail::ints(dilation)}, {"groups", Value(groups)}}, out);
+  return out;
 }
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, const char* padding,
               IntArrayRef dilation, int64_t groups) {
+  jit::detail::TraceOp trace("conv1d");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("conv1d");
   DimVector pads;
   const Tensor x = string_padding("conv1d", input, weight, bias, 1, stride, padding, dilation, pads);
   return convolution("conv1d", x, weight, bias, 1, stride, pads, dilation, 0, groups, false);
+}();
+  if (trace.recording()) trace.record({input, weight, bias}, {{"stride", jit::detail::ints(stride)}, {"padding", Value(padding)}, {"dilation", jit::detail::ints(dilation)}, {"groups", Value(groups)}}, out);
+  return out;
 }
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
               IntArrayRef dilation, int64_t groups) {
+  jit::detail::TraceOp trace("conv2d");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("conv2d");
   return convolution("conv2d", input, weight, bias, 2, stride, padding, dilation, 0, groups, false);
+}();
+  if (trace.recording()) trace.record({input, weight, bias}, {{"stride", jit::detail::ints(stride)}, {"padding", jit::detail::ints(padding)}, {"dilation", jit::detail::ints(dilation)}, {"groups", Value(groups)}}, out);
+  return out;
 }
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, const char* padding,
               IntArrayRef dilation, int64_t groups) {
+  jit::detail::TraceOp trace("conv2d");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("conv2d");
   DimVector pads;
   const Tensor x = string_padding("conv2d", input, weight, bias, 2, stride, padding, dilation, pads);
   return convolution("conv2d", x, weight, bias, 2, stride, pads, dilation, 0, groups, false);
+}();
+  if (trace.recording()) trace.record({input, weight, bias}, {{"stride", jit::detail::ints(stride)}, {"padding", Value(padding)}, {"dilation", jit::detail::ints(dilation)}, {"groups", Value(groups)}}, out);
+  return out;
 }
 
 Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
@@ -277,9 +299,14 @@ Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor&
 
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
                         IntArrayRef padding, IntArrayRef output_padding, int64_t groups, IntArrayRef dilation) {
+  jit::detail::TraceOp trace("conv_transpose2d");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("conv_transpose2d");
   return convolution("conv_transpose2d", input, weight, bias, 2, stride, padding, dilation, output_padding, groups,
                      true);
+}();
+  if (trace.recording()) trace.record({input, weight, bias}, {{"stride", jit::detail::ints(stride)}, {"padding", jit::detail::ints(padding)}, {"output_padding", jit::detail::ints(output_padding)}, {"groups", Value(groups)}, {"dilation", jit::detail::ints(dilation)}}, out);
+  return out;
 }
 
 }  // namespace ember

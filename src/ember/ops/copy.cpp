@@ -6,6 +6,7 @@
 #include "ember/kernels/cpu/kernels.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/overlap.h"
+#include "ember/jit/trace_hook.h"
 
 namespace ember {
 
@@ -55,25 +56,40 @@ Tensor& Tensor::fill_(const Scalar& value) {
 Tensor& Tensor::zero_() { return fill_(0); }
 
 Tensor Tensor::contiguous() const {
+  jit::detail::TraceOp trace("contiguous");
+  Tensor out = [&]() -> Tensor {
   EMBER_CHECK(defined(), "[contiguous] called on an undefined tensor");
   if (is_contiguous()) return *this;
   return clone();
+}();
+  if (trace.recording()) trace.record({*this}, {}, out);
+  return out;
 }
 
 Tensor Tensor::clone() const {
+  jit::detail::TraceOp trace("clone");
+  Tensor out = [&]() -> Tensor {
   EMBER_CHECK(defined(), "[clone] called on an undefined tensor");
   if (autograd::needs_grad(*this)) return autograd::fn::clone(*this, [&] { return clone(); });
   Tensor out = empty(sizes(), options());
   kernels::cpu::copy(out, *this);
   return out;
+}();
+  if (trace.recording()) trace.record({*this}, {}, out);
+  return out;
 }
 
 Tensor Tensor::to(DType dtype, bool copy) const {
+  jit::detail::TraceOp trace("to");
+  Tensor out = [&]() -> Tensor {
   EMBER_CHECK(defined(), "[to] called on an undefined tensor");
   if (dtype == this->dtype() && !copy) return *this;
   if (autograd::needs_grad(*this)) return autograd::fn::to_dtype(*this, [&] { return to(dtype, copy); });
   Tensor out = empty(sizes(), options().dtype(dtype));
   kernels::cpu::copy(out, *this);
+  return out;
+}();
+  if (trace.recording()) trace.record({*this}, {{"dtype", jit::detail::dtype_value(dtype)}, {"copy", Value(copy)}}, out);
   return out;
 }
 

@@ -8,6 +8,8 @@
 #include "ember/core/op_name_scope.h"
 #include "ember/kernels/cpu/dispatch.h"
 #include "ember/kernels/cpu/kernels.h"
+#include "ember/jit/trace_hook.h"
+#include "ember/ops/pointwise_nodes.h"
 
 namespace ember {
 
@@ -76,24 +78,39 @@ Tensor empty_strided(IntArrayRef sizes, IntArrayRef strides, const TensorOptions
 }
 
 Tensor zeros(IntArrayRef sizes, const TensorOptions& options) {
+  jit::detail::TraceOp trace("zeros");
+  Tensor out = [&]() -> Tensor {
   detail::OpNameScope scope("zeros");
   Tensor t = empty(sizes, options.requires_grad(false));
   const size_t bytes = t.nbytes();
   if (bytes) std::memset(t.data_ptr(), 0, bytes);  // all-zero bits are 0 in every dtype
   return finish(std::move(t), options);
+}();
+  if (trace.recording()) trace.record({}, {{"size", jit::detail::ints(sizes)}, {"dtype", jit::detail::dtype_value(out.dtype())}}, out);
+  return out;
 }
 
 Tensor ones(IntArrayRef sizes, const TensorOptions& options) {
+  jit::detail::TraceOp trace("ones");
+  Tensor out = [&]() -> Tensor {
   detail::OpNameScope scope("ones");
   // options.dtype() resolves to the default dtype, so the integer 1 does not make it int64.
   return full(sizes, 1, options.dtype(options.dtype()));
+}();
+  if (trace.recording()) trace.record({}, {{"size", jit::detail::ints(sizes)}, {"dtype", jit::detail::dtype_value(out.dtype())}}, out);
+  return out;
 }
 
 Tensor full(IntArrayRef sizes, const Scalar& value, const TensorOptions& options) {
+  jit::detail::TraceOp trace("full");
+  Tensor out = [&]() -> Tensor {
   detail::OpNameScope scope("full");
   Tensor t = empty(sizes, options.dtype(value_dtype(value, options)).requires_grad(false));
   kernels::cpu::fill(t, value);
   return finish(std::move(t), options);
+}();
+  if (trace.recording()) trace.record({}, {{"size", jit::detail::ints(sizes)}, {"fill_value", detail::value_from_scalar(value)}, {"dtype", jit::detail::dtype_value(out.dtype())}}, out);
+  return out;
 }
 
 Tensor scalar_tensor(const Scalar& value, const TensorOptions& options) {
@@ -122,6 +139,8 @@ Tensor arange(const Scalar& start, const Scalar& end, const TensorOptions& optio
 }
 
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const TensorOptions& options) {
+  jit::detail::TraceOp trace("arange");
+  Tensor out = [&]() -> Tensor {
   detail::OpNameScope scope("arange");
   const bool all_int = !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
   const DType dt = options.has_dtype() ? options.dtype() : (all_int ? kInt64 : get_default_dtype());
@@ -160,6 +179,9 @@ Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, const 
     }
   });
   return finish(std::move(t), options);
+}();
+  if (trace.recording()) trace.record({}, {{"start", detail::value_from_scalar(start)}, {"end", detail::value_from_scalar(end)}, {"step", detail::value_from_scalar(step)}, {"dtype", jit::detail::dtype_value(out.dtype())}}, out);
+  return out;
 }
 
 Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps, const TensorOptions& options) {

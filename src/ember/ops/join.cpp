@@ -15,6 +15,7 @@
 #include "ember/core/parallel.h"
 #include "ember/kernels/cpu/kernels.h"
 #include "ember/ops/creation.h"
+#include "ember/jit/trace_hook.h"
 
 namespace ember {
 
@@ -143,8 +144,13 @@ Tensor at_least(const Tensor& t, int64_t n) {
 }  // namespace
 
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
+  jit::detail::TraceOp trace("cat");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("cat");
   return cat_impl(tensors, dim, "cat");
+}();
+  if (trace.recording()) trace.record(tensors, {{"dim", Value(dim)}}, out);
+  return out;
 }
 
 Tensor concat(const std::vector<Tensor>& tensors, int64_t dim) {
@@ -153,6 +159,8 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
+  jit::detail::TraceOp trace("stack");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("stack");
   check_list(tensors, "stack");
   const Tensor& first = tensors[0];
@@ -166,6 +174,9 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   parts.reserve(tensors.size());
   for (const auto& t : tensors) parts.push_back(t.unsqueeze(dim));
   return cat_impl(parts, dim, "stack");
+}();
+  if (trace.recording()) trace.record(tensors, {{"dim", Value(dim)}}, out);
+  return out;
 }
 
 Tensor hstack(const std::vector<Tensor>& tensors) {

@@ -18,6 +18,8 @@
 #include "ember/kernels/cpu/kernels.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/type_promotion.h"
+#include "ember/jit/trace_hook.h"
+#include "ember/ops/pointwise_nodes.h"
 
 namespace ember {
 
@@ -131,6 +133,8 @@ bool has_expanded_batch(const Tensor& t) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  jit::detail::TraceOp trace("matmul");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("matmul");
   check_defined(a, "matmul", "the first operand");
   check_defined(b, "matmul", "the second operand");
@@ -176,9 +180,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (da == 1) out = out.squeeze(-2);
   if (db == 1) out = out.squeeze(-1);
   return out;
+}();
+  if (trace.recording()) trace.record({a, b}, {}, out);
+  return out;
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  jit::detail::TraceOp trace("mm");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("mm");
   check_defined(a, "mm", "mat1");
   check_defined(b, "mm", "mat2");
@@ -189,9 +198,14 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   EMBER_CHECK(a.size(1) == b.size(0), "[mm] mat1 and mat2 shapes cannot be multiplied (",
               dims_str(a.sizes()), " and ", dims_str(b.sizes()), ")");
   return product("mm", a, b);
+}();
+  if (trace.recording()) trace.record({a, b}, {}, out);
+  return out;
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  jit::detail::TraceOp trace("bmm");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("bmm");
   check_defined(a, "bmm", "batch1");
   check_defined(b, "bmm", "batch2");
@@ -204,10 +218,15 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   EMBER_CHECK(a.size(2) == b.size(1), "[bmm] batch1 and batch2 shapes cannot be multiplied (",
               dims_str(a.sizes()), " and ", dims_str(b.sizes()), ")");
   return product("bmm", a, b, a.sizes().front());
+}();
+  if (trace.recording()) trace.record({a, b}, {}, out);
+  return out;
 }
 
 Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
              const Scalar& alpha) {
+  jit::detail::TraceOp trace("addmm");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("addmm");
   check_defined(input, "addmm", "input");
   check_defined(mat1, "addmm", "mat1");
@@ -221,10 +240,15 @@ Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const 
               dims_str(mat1.sizes()), " and ", dims_str(mat2.sizes()), ")");
   check_broadcastable(input, {mat1.size(0), mat2.size(1)}, "addmm", "input");
   return product("addmm", mat1, mat2, {}, input, beta, alpha);
+}();
+  if (trace.recording()) trace.record({input, mat1, mat2}, {{"beta", detail::value_from_scalar(beta)}, {"alpha", detail::value_from_scalar(alpha)}}, out);
+  return out;
 }
 
 Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
                const Scalar& alpha) {
+  jit::detail::TraceOp trace("baddbmm");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("baddbmm");
   check_defined(input, "baddbmm", "input");
   check_defined(batch1, "baddbmm", "batch1");
@@ -242,9 +266,14 @@ Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, 
   check_broadcastable(input, {batch1.size(0), batch1.size(1), batch2.size(2)}, "baddbmm", "input");
   // As in PyTorch, input may have another dtype: it is converted to the result's.
   return product("baddbmm", batch1, batch2, batch1.sizes().front(), input, beta, alpha);
+}();
+  if (trace.recording()) trace.record({input, batch1, batch2}, {{"beta", detail::value_from_scalar(beta)}, {"alpha", detail::value_from_scalar(alpha)}}, out);
+  return out;
 }
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  jit::detail::TraceOp trace("linear");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("linear");
   check_defined(input, "linear", "input");
   check_defined(weight, "linear", "weight");
@@ -274,6 +303,9 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   }
   const Tensor w2 = weight.dim() == 2 ? weight.t() : weight.unsqueeze(1);
   return product("linear", input.reshape({lead, in_features}), w2, {}, bias2, 1, 1).view(out_shape);
+}();
+  if (trace.recording()) trace.record({input, weight, bias}, {}, out);
+  return out;
 }
 
 Tensor dot(const Tensor& a, const Tensor& b) {

@@ -12,6 +12,7 @@
 #include "ember/core/op_scope.h"
 #include "ember/ops/conv_prim.h"
 #include "ember/ops/creation.h"
+#include "ember/jit/trace_hook.h"
 
 namespace ember {
 
@@ -159,8 +160,13 @@ Tensor pool_prim(PoolKind kind, const Tensor& x, const Tensor& indices, const Po
 
 Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   IntArrayRef dilation, bool ceil_mode) {
+  jit::detail::TraceOp trace("max_pool2d");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("max_pool2d");
   return std::get<0>(max_pool_impl("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode, false));
+}();
+  if (trace.recording()) trace.record({input}, {{"kernel_size", jit::detail::ints(kernel_size)}, {"stride", jit::detail::ints(stride)}, {"padding", jit::detail::ints(padding)}, {"dilation", jit::detail::ints(dilation)}, {"ceil_mode", Value(ceil_mode)}}, out);
+  return out;
 }
 
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
@@ -171,13 +177,20 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArray
 
 Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
+  jit::detail::TraceOp trace("avg_pool2d");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("avg_pool2d");
   const PoolGeometry g = window_geometry("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode);
   EMBER_CHECK(!divisor_override || *divisor_override != 0, "[avg_pool2d] divisor_override must not be zero");
   return linear_pool(PoolKind::Avg, input, g, {count_include_pad, divisor_override.value_or(0)});
+}();
+  if (trace.recording()) trace.record({input}, {{"kernel_size", jit::detail::ints(kernel_size)}, {"stride", jit::detail::ints(stride)}, {"padding", jit::detail::ints(padding)}, {"ceil_mode", Value(ceil_mode)}, {"count_include_pad", Value(count_include_pad)}, {"divisor_override", jit::detail::opt_int(divisor_override)}}, out);
+  return out;
 }
 
 Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
+  jit::detail::TraceOp trace("adaptive_avg_pool2d");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("adaptive_avg_pool2d");
   check_input("adaptive_avg_pool2d", input);
   check_two("adaptive_avg_pool2d", output_size, "output_size", false);
@@ -188,6 +201,9 @@ Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
   EMBER_CHECK(g.out_h >= 0 && g.out_w >= 0, "[adaptive_avg_pool2d] output_size must be non-negative, got ",
               output_size);
   return linear_pool(PoolKind::Adaptive, input, g, {});
+}();
+  if (trace.recording()) trace.record({input}, {{"output_size", jit::detail::ints(output_size)}}, out);
+  return out;
 }
 
 namespace {

@@ -13,6 +13,8 @@
 #include "ember/core/op_scope.h"
 #include "ember/kernels/cpu/reduce.h"
 #include "ember/ops/creation.h"
+#include "ember/jit/trace_hook.h"
+#include "ember/ops/pointwise_nodes.h"
 
 namespace ember {
 
@@ -105,6 +107,8 @@ void check_nonempty(const char* name, const Tensor& t, IntArrayRef dims) {
 }  // namespace
 
 Tensor sum(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype) {
+  jit::detail::TraceOp trace("sum");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("sum");
   EMBER_CHECK(t.defined(), "[sum] called on an undefined tensor");
   const DType od = sum_dtype(t.dtype(), dtype);
@@ -116,6 +120,9 @@ Tensor sum(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType>
   }
   Tensor in = dtype && *dtype != t.dtype() ? t.to(*dtype) : t;
   return reduce_simple("sum", ReduceOp::Sum, t, dims, keepdim, od, &in);
+}();
+  if (trace.recording()) trace.record({t}, {{"dim", jit::detail::ints(dims)}, {"keepdim", Value(keepdim)}, {"dtype", jit::detail::opt_dtype(dtype)}}, out);
+  return out;
 }
 Tensor Tensor::sum(std::optional<DType> dtype) const { return ember::sum(*this, {}, false, dtype); }
 Tensor Tensor::sum(IntArrayRef dims, bool keepdim, std::optional<DType> dtype) const {
@@ -123,6 +130,8 @@ Tensor Tensor::sum(IntArrayRef dims, bool keepdim, std::optional<DType> dtype) c
 }
 
 Tensor mean(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype) {
+  jit::detail::TraceOp trace("mean");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("mean");
   EMBER_CHECK(t.defined(), "[mean] called on an undefined tensor");
   const DType dt = dtype.value_or(t.dtype());
@@ -137,6 +146,9 @@ Tensor mean(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType
   kernels::cpu::reduce(ReduceOp::Sum, out, p.input, p.shape);
   if (p.shape.len != 1) out.div_(static_cast<double>(p.shape.len));
   return finish(p, out);
+}();
+  if (trace.recording()) trace.record({t}, {{"dim", jit::detail::ints(dims)}, {"keepdim", Value(keepdim)}, {"dtype", jit::detail::opt_dtype(dtype)}}, out);
+  return out;
 }
 Tensor Tensor::mean(std::optional<DType> dtype) const { return ember::mean(*this, {}, false, dtype); }
 Tensor Tensor::mean(IntArrayRef dims, bool keepdim, std::optional<DType> dtype) const {
@@ -162,6 +174,8 @@ Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<DType> dtype) const
 }
 
 Tensor amax(const Tensor& t, IntArrayRef dims, bool keepdim) {
+  jit::detail::TraceOp trace("amax");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("amax");
   EMBER_CHECK(t.defined(), "[amax] called on an undefined tensor");
   check_nonempty("amax", t, dims);
@@ -169,8 +183,13 @@ Tensor amax(const Tensor& t, IntArrayRef dims, bool keepdim) {
     return autograd::fn::reduction(autograd::fn::Reduce::Amax, t, dims, keepdim, 0, [&] { return amax(t, dims, keepdim); });
   }
   return reduce_simple("amax", ReduceOp::Max, t, dims, keepdim, t.dtype());
+}();
+  if (trace.recording()) trace.record({t}, {{"dim", jit::detail::ints(dims)}, {"keepdim", Value(keepdim)}}, out);
+  return out;
 }
 Tensor amin(const Tensor& t, IntArrayRef dims, bool keepdim) {
+  jit::detail::TraceOp trace("amin");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("amin");
   EMBER_CHECK(t.defined(), "[amin] called on an undefined tensor");
   check_nonempty("amin", t, dims);
@@ -178,6 +197,9 @@ Tensor amin(const Tensor& t, IntArrayRef dims, bool keepdim) {
     return autograd::fn::reduction(autograd::fn::Reduce::Amin, t, dims, keepdim, 0, [&] { return amin(t, dims, keepdim); });
   }
   return reduce_simple("amin", ReduceOp::Min, t, dims, keepdim, t.dtype());
+}();
+  if (trace.recording()) trace.record({t}, {{"dim", jit::detail::ints(dims)}, {"keepdim", Value(keepdim)}}, out);
+  return out;
 }
 Tensor Tensor::amax(IntArrayRef dims, bool keepdim) const { return ember::amax(*this, dims, keepdim); }
 Tensor Tensor::amin(IntArrayRef dims, bool keepdim) const { return ember::amin(*this, dims, keepdim); }
@@ -356,6 +378,8 @@ Tensor scan(const char* name, bool is_prod, const Tensor& t, int64_t dim, std::o
   return out;  // make_plan kept a single dim in place, so the layout is t's
 }
 Tensor softmax_impl(const char* name, bool log, const Tensor& t, int64_t dim, std::optional<DType> dtype) {
+  jit::detail::TraceOp trace("softmax");
+  Tensor out = [&]() -> Tensor {
   OpScope scope(name);
   EMBER_CHECK(t.defined(), "[", name, "] called on an undefined tensor");
   const DType dt = dtype.value_or(t.dtype());
@@ -372,6 +396,9 @@ Tensor softmax_impl(const char* name, bool log, const Tensor& t, int64_t dim, st
   Tensor out = empty(p.input.sizes(), TensorOptions(dt));
   if (out.numel()) kernels::cpu::softmax(log, out, p.input, p.shape);
   return t.dim() == 0 ? out.reshape({}) : out;
+}();
+  if (trace.recording()) jit::detail::record_node(name, {t}, {{"dim", Value(dim)}, {"dtype", jit::detail::opt_dtype(dtype)}}, {out}, false);
+  return out;
 }
 }  // namespace
 

@@ -23,6 +23,7 @@
 #include "ember/kernels/cpu/kernels.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/join.h"
+#include "ember/jit/trace_hook.h"
 
 namespace ember {
 
@@ -627,16 +628,26 @@ Tensor repeat_interleave(const Tensor& t, int64_t repeats, std::optional<int64_t
 }
 
 Tensor tril(const Tensor& t, int64_t diagonal) {
+  jit::detail::TraceOp trace("tril");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("tril");
   Tensor out = tri_impl(t, diagonal, true, "tril");
   if (autograd::needs_grad(t)) autograd::fn::tri(true, diagonal, t, out);
   return out;
+}();
+  if (trace.recording()) trace.record({t}, {{"diagonal", Value(diagonal)}}, out);
+  return out;
 }
 
 Tensor triu(const Tensor& t, int64_t diagonal) {
+  jit::detail::TraceOp trace("triu");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("triu");
   Tensor out = tri_impl(t, diagonal, false, "triu");
   if (autograd::needs_grad(t)) autograd::fn::tri(false, diagonal, t, out);
+  return out;
+}();
+  if (trace.recording()) trace.record({t}, {{"diagonal", Value(diagonal)}}, out);
   return out;
 }
 

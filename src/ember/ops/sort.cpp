@@ -23,6 +23,7 @@
 #include "ember/ops/creation.h"
 #include "ember/ops/index.h"
 #include "ember/ops/type_promotion.h"
+#include "ember/jit/trace_hook.h"
 
 namespace ember {
 
@@ -241,6 +242,7 @@ std::tuple<Tensor, Tensor> kthvalue(const Tensor& t, int64_t k, int64_t dim, boo
 std::tuple<Tensor, Tensor, Tensor> unique(const Tensor& t, bool sorted, bool return_inverse,
                                           bool return_counts) {
   OpScope scope("unique");
+  jit::detail::value_read("unique", t);  // its shape depends on the data
   AutoGradMode no_grad(false);  // not differentiable: record nothing
   (void)sorted;  // always sorted
   EMBER_CHECK(t.defined(), "[unique] self is an undefined tensor");

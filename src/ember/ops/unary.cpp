@@ -1,5 +1,6 @@
 // Unary element-wise ops: dtype rules and checks, then a kernel call.
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -7,10 +8,12 @@
 #include "ember/autograd/record.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
+#include "ember/jit/trace_hook.h"
 #include "ember/kernels/cpu/pointwise.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/overlap.h"
 #include "ember/ops/pointwise.h"
+#include "ember/ops/pointwise_nodes.h"
 #include "ember/ops/type_promotion.h"
 #include "ember/ops/view.h"
 
@@ -58,14 +61,45 @@ DType out_dtype(UnaryOp op, DType in) {
 }
 
 Tensor unary_raw(UnaryOp op, const Tensor& t, const UnaryParams& p);
+Tensor& unary_impl_(const char* name, UnaryOp op, Tensor& t, const UnaryParams& p);
+
+// The row's public name, under which graphs record the op (Note [Graph op set]).
+const char* row_name(UnaryOp op) {
+  switch (op) {
+#define EMBER_UNARY_NAME_ROW(Id, name) \
+  case UnaryOp::Id: return #name;
+#define EMBER_UNARY(Id, name, ...) EMBER_UNARY_NAME_ROW(Id, name)
+#define EMBER_UNARY_P1(Id, name, ...) EMBER_UNARY_NAME_ROW(Id, name)
+#define EMBER_UNARY_P2(Id, name, ...) EMBER_UNARY_NAME_ROW(Id, name)
+#include "ember/ops/pointwise_ops.h"
+#undef EMBER_UNARY_NAME_ROW
+    case UnaryOp::Count: break;
+  }
+  return "?";
+}
+
+// The row's parameters as graph attributes, named as in the public function.
+jit::detail::Attrs row_attrs(UnaryOp op, const UnaryParams& p) {
+  switch (op) {
+#define EMBER_UNARY_P1(Id, name, kind, api, backward, saves, T0, N0, d0) \
+  case UnaryOp::Id: return {{#N0, Value(p.p0)}};
+#define EMBER_UNARY_P2(Id, name, kind, api, backward, saves, T0, N0, d0, T1, N1, d1) \
+  case UnaryOp::Id: return {{#N0, Value(p.p0)}, {#N1, Value(p.p1)}};
+#include "ember/ops/pointwise_ops.h"
+    case UnaryOp::GeluTanh: return {{"approximate", Value("tanh")}};
+    default: return {};
+  }
+}
 
 Tensor unary(const char* name, UnaryOp op, const Tensor& t, const UnaryParams& p = {}) {
   OpScope scope(name);
+  jit::detail::TraceOp trace(name);
   check_input(name, op, t);
-  if (autograd::needs_grad(t)) {
-    return autograd::fn::unary(static_cast<uint8_t>(op), t, p.p0, p.p1, [&] { return unary_raw(op, t, p); });
-  }
-  return unary_raw(op, t, p);
+  Tensor out = autograd::needs_grad(t)
+                   ? autograd::fn::unary(static_cast<uint8_t>(op), t, p.p0, p.p1, [&] { return unary_raw(op, t, p); })
+                   : unary_raw(op, t, p);
+  if (trace.recording()) jit::detail::record_node(row_name(op), {t}, row_attrs(op, p), {out}, false);
+  return out;
 }
 
 Tensor unary_raw(UnaryOp op, const Tensor& t, const UnaryParams& p) {
@@ -79,7 +113,18 @@ Tensor unary_raw(UnaryOp op, const Tensor& t, const UnaryParams& p) {
 
 Tensor& unary_(const char* name, UnaryOp op, Tensor& t, const UnaryParams& p = {}) {
   OpScope scope(name);
+  jit::detail::TraceOp trace(name);
   check_input(name, op, t);
+  if (trace.recording()) {
+    Tensor before = t;  // the traced value t held before the op
+    unary_impl_(name, op, t, p);
+    jit::detail::record_node(row_name(op), {before}, row_attrs(op, p), {t}, true);
+    return t;
+  }
+  return unary_impl_(name, op, t, p);
+}
+
+Tensor& unary_impl_(const char* name, UnaryOp op, Tensor& t, const UnaryParams& p) {
   const DType odt = out_dtype(op, t.dtype());
   EMBER_CHECK(odt == t.dtype(), "[", name, "] result type ", odt,
               " can't be cast to the desired output type ", t.dtype(),
@@ -146,6 +191,8 @@ Tensor gelu(const Tensor& t, std::string_view approximate) {
 Tensor Tensor::gelu(std::string_view approximate) const { return ember::gelu(*this, approximate); }
 
 Tensor clamp(const Tensor& t, std::optional<Scalar> min, std::optional<Scalar> max) {
+  jit::detail::TraceOp trace("clamp");
+  Tensor out = [&]() -> Tensor {
   OpScope scope("clamp");
   EMBER_CHECK(t.defined(), "[clamp] called on an undefined tensor");
   EMBER_CHECK(min || max, "[clamp] at least one of 'min' or 'max' must not be None");
@@ -164,6 +211,9 @@ Tensor clamp(const Tensor& t, std::optional<Scalar> min, std::optional<Scalar> m
   Tensor in = t.to(dt);
   Tensor out = empty(t.sizes(), TensorOptions(dt));
   kernels::cpu::clamp(out, in, min ? &*min : nullptr, max ? &*max : nullptr);
+  return out;
+}();
+  if (trace.recording()) trace.record({t}, {{"min", min ? detail::value_from_scalar(*min) : Value()}, {"max", max ? detail::value_from_scalar(*max) : Value()}}, out);
   return out;
 }
 Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const {
@@ -271,3 +321,109 @@ Tensor& Tensor::nan_to_num_(std::optional<double> nan, std::optional<double> pos
 }
 
 }  // namespace ember
+
+// ---- graph nodes (ops/pointwise_nodes.h) ----
+namespace ember::detail {
+
+namespace {
+bool unary_from_name(std::string_view op, UnaryOp& out) {
+#define EMBER_UNARY_FIND_ROW(Id, name)      \
+  if (op == #name) {                        \
+    out = UnaryOp::Id;                      \
+    return true;                            \
+  }
+#define EMBER_UNARY(Id, name, ...) EMBER_UNARY_FIND_ROW(Id, name)
+#define EMBER_UNARY_P1(Id, name, ...) EMBER_UNARY_FIND_ROW(Id, name)
+#define EMBER_UNARY_P2(Id, name, ...) EMBER_UNARY_FIND_ROW(Id, name)
+#include "ember/ops/pointwise_ops.h"
+#undef EMBER_UNARY_FIND_ROW
+  return false;
+}
+
+double param_attr(const Value::Dict& attrs, const char* op, const char* name) {
+  const Value* v = attrs.find(name);
+  EMBER_CHECK(v != nullptr && (v->is_double() || v->is_int()), "[jit] node '", op, "' needs the number attribute '",
+              name, "'");
+  return v->to_double();
+}
+}  // namespace
+
+bool is_unary_node(std::string_view op) {
+  UnaryOp id;
+  return unary_from_name(op, id);
+}
+
+Tensor run_unary_node(std::string_view op, const Tensor& t, const Value::Dict& attrs) {
+  UnaryOp id{};
+  EMBER_CHECK(unary_from_name(op, id), "[jit] '", op, "' is not an element-wise unary op");
+  UnaryParams p;
+  switch (id) {
+#define EMBER_UNARY_P1(Id, name, kind, api, backward, saves, T0, N0, d0) \
+  case UnaryOp::Id: p.p0 = param_attr(attrs, #name, #N0); break;
+#define EMBER_UNARY_P2(Id, name, kind, api, backward, saves, T0, N0, d0, T1, N1, d1) \
+  case UnaryOp::Id:                                                                  \
+    p.p0 = param_attr(attrs, #name, #N0);                                            \
+    p.p1 = param_attr(attrs, #name, #N1);                                            \
+    break;
+#include "ember/ops/pointwise_ops.h"
+    default: break;
+  }
+  if (id == UnaryOp::GeluErf) {
+    const Value* a = attrs.find("approximate");
+    if (a != nullptr && a->is_string() && a->to_string() == "tanh") id = UnaryOp::GeluTanh;
+  }
+  return unary(row_name(id), id, t, p);
+}
+
+bool run_unary_node_out(std::string_view op, const Tensor& out, const Tensor& t, const Value::Dict& attrs) {
+  UnaryOp id{};
+  if (!unary_from_name(op, id) || t.dtype() == kBool || out.dtype() != t.dtype() || !(out.sizes() == t.sizes()))
+    return false;
+  if (kind_of(id) == UnaryKind::Bool || out_dtype(id, t.dtype()) != t.dtype()) return false;
+  if (kind_of(id) == UnaryKind::FloatOnly && !t.is_floating_point()) return false;
+  UnaryParams p;
+  switch (id) {
+#define EMBER_UNARY_P1(Id, name, kind, api, backward, saves, T0, N0, d0) \
+  case UnaryOp::Id: p.p0 = param_attr(attrs, #name, #N0); break;
+#define EMBER_UNARY_P2(Id, name, kind, api, backward, saves, T0, N0, d0, T1, N1, d1) \
+  case UnaryOp::Id:                                                                  \
+    p.p0 = param_attr(attrs, #name, #N0);                                            \
+    p.p1 = param_attr(attrs, #name, #N1);                                            \
+    break;
+#include "ember/ops/pointwise_ops.h"
+    default: break;
+  }
+  if (id == UnaryOp::GeluErf) {
+    const Value* a = attrs.find("approximate");
+    if (a != nullptr && a->is_string() && a->to_string() == "tanh") id = UnaryOp::GeluTanh;
+  }
+  kernels::cpu::unary(id, out, t, p);
+  return true;
+}
+
+std::vector<std::string> pointwise_node_names() {
+  std::vector<std::string> names;
+#define EMBER_UNARY(Id, name, ...) names.push_back(#name);
+#define EMBER_UNARY_P1(Id, name, ...) names.push_back(#name);
+#define EMBER_UNARY_P2(Id, name, ...) names.push_back(#name);
+#define EMBER_BINARY(Id, name, ...) names.push_back(#name);
+#include "ember/ops/pointwise_ops.h"
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+Scalar scalar_from_value(const Value& v) {
+  if (v.is_bool()) return Scalar(v.to_bool());
+  if (v.is_int()) return Scalar(v.to_int());
+  EMBER_CHECK(v.is_double(), "[jit] expected a number attribute, got ", v.kind_name());
+  return Scalar(v.to_double());
+}
+
+Value value_from_scalar(const Scalar& s) {
+  if (s.is_boolean()) return Value(s.to_bool());
+  if (s.is_integral()) return Value(s.to_long());
+  return Value(s.to_double());
+}
+
+}  // namespace ember::detail

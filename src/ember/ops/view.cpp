@@ -10,6 +10,7 @@
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
 #include "ember/core/op_name_scope.h"
+#include "ember/jit/trace_hook.h"
 
 namespace ember {
 
@@ -147,6 +148,8 @@ bool compute_view_strides(IntArrayRef sizes, IntArrayRef strides, IntArrayRef ne
 }
 
 Tensor Tensor::view(IntArrayRef sizes) const {
+  jit::detail::TraceOp trace("view");
+  Tensor out = [&]() -> Tensor {
   detail::OpNameScope scope("view");
   check_defined(*this, "view");
   DimVector shape = infer_size(sizes, numel(), "view");
@@ -158,9 +161,14 @@ Tensor Tensor::view(IntArrayRef sizes) const {
   Tensor out = make_view(*this, shape, st, storage_offset());
   if (autograd::needs_grad(*this)) autograd::fn::view_reshape("ViewBackward0", *this, out);
   return out;
+}();
+  if (trace.recording()) trace.record({*this}, {{"size", jit::detail::ints(sizes)}}, out);
+  return out;
 }
 
 Tensor Tensor::reshape(IntArrayRef sizes) const {
+  jit::detail::TraceOp trace("reshape");
+  Tensor out = [&]() -> Tensor {
   detail::OpNameScope scope("reshape");
   check_defined(*this, "reshape");
   DimVector shape = infer_size(sizes, numel(), "reshape");
@@ -171,6 +179,9 @@ Tensor Tensor::reshape(IntArrayRef sizes) const {
     return out;
   }
   return clone().view(shape);
+}();
+  if (trace.recording()) trace.record({*this}, {{"shape", jit::detail::ints(sizes)}}, out);
+  return out;
 }
 
 Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides,
@@ -209,6 +220,8 @@ Tensor Tensor::as_strided(IntArrayRef sizes, IntArrayRef strides,
 }
 
 Tensor Tensor::t() const {
+  jit::detail::TraceOp trace("t");
+  Tensor out = [&]() -> Tensor {
   check_defined(*this, "t");
   EMBER_CHECK(dim() <= 2, "[t] expects a tensor with <= 2 dimensions, but self is ", dim(),
               "D; use transpose(dim0, dim1) or permute() for more dimensions");
@@ -216,9 +229,14 @@ Tensor Tensor::t() const {
   Tensor out = make_view(*this, {sizes()[1], sizes()[0]}, {strides()[1], strides()[0]}, storage_offset());
   if (autograd::needs_grad(*this)) autograd::fn::view_transpose("TBackward0", *this, out, 0, 1);
   return out;
+}();
+  if (trace.recording()) trace.record({*this}, {}, out);
+  return out;
 }
 
 Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
+  jit::detail::TraceOp trace("transpose");
+  Tensor out = [&]() -> Tensor {
   check_defined(*this, "transpose");
   const int64_t n = dim();
   dim0 = wrap_dim(dim0, n, "transpose");
@@ -230,9 +248,14 @@ Tensor Tensor::transpose(int64_t dim0, int64_t dim1) const {
   Tensor out = make_view(*this, sz, st, storage_offset());
   if (autograd::needs_grad(*this)) autograd::fn::view_transpose("TransposeBackward0", *this, out, dim0, dim1);
   return out;
+}();
+  if (trace.recording()) trace.record({*this}, {{"dim0", Value(dim0)}, {"dim1", Value(dim1)}}, out);
+  return out;
 }
 
 Tensor Tensor::permute(IntArrayRef dims) const {
+  jit::detail::TraceOp trace("permute");
+  Tensor out = [&]() -> Tensor {
   check_defined(*this, "permute");
   const int64_t n = dim();
   EMBER_CHECK(static_cast<int64_t>(dims.size()) == n, "[permute] the number of dims in the permutation ",
@@ -248,6 +271,9 @@ Tensor Tensor::permute(IntArrayRef dims) const {
   }
   Tensor out = make_view(*this, sz, st, storage_offset());
   if (autograd::needs_grad(*this)) autograd::fn::view_permute(*this, out, dims);
+  return out;
+}();
+  if (trace.recording()) trace.record({*this}, {{"dims", jit::detail::ints(dims)}}, out);
   return out;
 }
 
@@ -266,6 +292,8 @@ Tensor Tensor::movedim(int64_t source, int64_t destination) const {
 }
 
 Tensor Tensor::expand(IntArrayRef sizes) const {
+  jit::detail::TraceOp trace("expand");
+  Tensor out = [&]() -> Tensor {
   detail::OpNameScope scope("expand");
   check_defined(*this, "expand");
   const int64_t n = static_cast<int64_t>(sizes.size());
@@ -300,9 +328,14 @@ Tensor Tensor::expand(IntArrayRef sizes) const {
   Tensor out = make_view(*this, sz, st, storage_offset());
   if (autograd::needs_grad(*this)) autograd::fn::view_expand(*this, out);
   return out;
+}();
+  if (trace.recording()) trace.record({*this}, {{"size", jit::detail::ints(sizes)}}, out);
+  return out;
 }
 
 Tensor Tensor::squeeze() const {
+  jit::detail::TraceOp trace("squeeze");
+  Tensor out = [&]() -> Tensor {
   check_defined(*this, "squeeze");
   DimVector sz, st;
   for (int64_t i = 0; i < dim(); ++i) {
@@ -314,9 +347,14 @@ Tensor Tensor::squeeze() const {
   Tensor out = make_view(*this, sz, st, storage_offset());
   if (autograd::needs_grad(*this)) autograd::fn::view_reshape("SqueezeBackward0", *this, out);
   return out;
+}();
+  if (trace.recording()) trace.record({*this}, {}, out);
+  return out;
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
+  jit::detail::TraceOp trace("squeeze");
+  Tensor out = [&]() -> Tensor {
   check_defined(*this, "squeeze");
   d = wrap_dim(d, dim(), "squeeze");
   if (dim() == 0 || sizes()[d] != 1) return alias();
@@ -326,9 +364,14 @@ Tensor Tensor::squeeze(int64_t d) const {
   Tensor out = make_view(*this, sz, st, storage_offset());
   if (autograd::needs_grad(*this)) autograd::fn::view_reshape("SqueezeBackward1", *this, out);
   return out;
+}();
+  if (trace.recording()) trace.record({*this}, {{"dim", Value(d)}}, out);
+  return out;
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
+  jit::detail::TraceOp trace("unsqueeze");
+  Tensor out = [&]() -> Tensor {
   check_defined(*this, "unsqueeze");
   d = wrap_dim(d, dim() + 1, "unsqueeze");
   DimVector sz(sizes()), st(strides());
@@ -338,9 +381,14 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   Tensor out = make_view(*this, sz, st, storage_offset());
   if (autograd::needs_grad(*this)) autograd::fn::view_reshape("UnsqueezeBackward0", *this, out);
   return out;
+}();
+  if (trace.recording()) trace.record({*this}, {{"dim", Value(d)}}, out);
+  return out;
 }
 
 Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
+  jit::detail::TraceOp trace("flatten");
+  Tensor out = [&]() -> Tensor {
   check_defined(*this, "flatten");
   if (dim() == 0) return reshape({1});
   start_dim = wrap_dim(start_dim, dim(), "flatten");
@@ -359,9 +407,14 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
     }
   }
   return reshape(shape);
+}();
+  if (trace.recording()) trace.record({*this}, {{"start_dim", Value(start_dim)}, {"end_dim", Value(end_dim)}}, out);
+  return out;
 }
 
 Tensor Tensor::unflatten(int64_t d, IntArrayRef sizes) const {
+  jit::detail::TraceOp trace("unflatten");
+  Tensor out = [&]() -> Tensor {
   check_defined(*this, "unflatten");
   d = wrap_dim(d, dim(), "unflatten");
   EMBER_CHECK(!sizes.empty(), "[unflatten] sizes must be non-empty");
@@ -375,9 +428,14 @@ Tensor Tensor::unflatten(int64_t d, IntArrayRef sizes) const {
     }
   }
   return view(shape);
+}();
+  if (trace.recording()) trace.record({*this}, {{"dim", Value(d)}, {"sizes", jit::detail::ints(sizes)}}, out);
+  return out;
 }
 
 Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
+  jit::detail::TraceOp trace("narrow");
+  Tensor out = [&]() -> Tensor {
   check_defined(*this, "narrow");
   EMBER_CHECK(dim() > 0, "[narrow] cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "narrow");
@@ -388,10 +446,15 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
   EMBER_CHECK(length >= 0 && length <= size - start, "[narrow] start (", start, ") + length (",
               length, ") exceeds dimension size (", size, ")");
   return slice(d, start, start + length, 1);
+}();
+  if (trace.recording()) trace.record({*this}, {{"dim", Value(d)}, {"start", Value(start)}, {"length", Value(length)}}, out);
+  return out;
 }
 
 Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_opt, std::optional<int64_t> end_opt,
                      int64_t step) const {
+  jit::detail::TraceOp trace("slice");
+  Tensor out = [&]() -> Tensor {
   check_defined(*this, "slice");
   EMBER_CHECK(dim() > 0, "[slice] cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "slice");
@@ -414,9 +477,14 @@ Tensor Tensor::slice(int64_t d, std::optional<int64_t> start_opt, std::optional<
   Tensor out = make_view(*this, sz, st, storage_offset() + start * strides()[d]);
   if (autograd::needs_grad(*this)) autograd::fn::view_slice(*this, out, d, start, end, step);
   return out;
+}();
+  if (trace.recording()) trace.record({*this}, {{"dim", Value(d)}, {"start", jit::detail::opt_int(start_opt)}, {"end", jit::detail::opt_int(end_opt)}, {"step", Value(step)}}, out);
+  return out;
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
+  jit::detail::TraceOp trace("select");
+  Tensor out = [&]() -> Tensor {
   check_defined(*this, "select");
   EMBER_CHECK(dim() > 0, "[select] cannot be applied to a 0-dim tensor");
   d = wrap_dim(d, dim(), "select");
@@ -429,6 +497,9 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   st.erase(d);
   Tensor out = make_view(*this, sz, st, storage_offset() + index * strides()[d]);
   if (autograd::needs_grad(*this)) autograd::fn::view_select(*this, out, d, index);
+  return out;
+}();
+  if (trace.recording()) trace.record({*this}, {{"dim", Value(d)}, {"index", Value(index)}}, out);
   return out;
 }
 
@@ -515,6 +586,8 @@ std::vector<Tensor> Tensor::split(int64_t split_size, int64_t d) const {
 }
 
 std::vector<Tensor> Tensor::split_with_sizes(IntArrayRef split_sizes, int64_t d) const {
+  jit::detail::TraceOp trace("split");
+  std::vector<Tensor> out = [&]() -> std::vector<Tensor> {
   detail::OpNameScope scope("split_with_sizes");
   check_defined(*this, "split_with_sizes");
   EMBER_CHECK(dim() > 0, "[split_with_sizes] cannot be applied to a 0-dim tensor");
@@ -539,9 +612,14 @@ std::vector<Tensor> Tensor::split_with_sizes(IntArrayRef split_sizes, int64_t d)
   }
   if (grad) autograd::fn::view_split(*this, out, d);
   return out;
+}();
+  if (trace.recording()) trace.record({*this}, {{"split_sizes", jit::detail::ints(split_sizes)}, {"dim", Value(d)}}, out);
+  return out;
 }
 
 std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
+  jit::detail::TraceOp trace("chunk");
+  std::vector<Tensor> out = [&]() -> std::vector<Tensor> {
   detail::OpNameScope scope("chunk");
   check_defined(*this, "chunk");
   EMBER_CHECK(chunks > 0, "[chunk] number of chunks must be positive, got ", chunks);
@@ -554,9 +632,14 @@ std::vector<Tensor> Tensor::chunk(int64_t chunks, int64_t d) const {
     return split_with_sizes(std::vector<int64_t>(chunks, 0), d);
   }
   return split((size - 1) / chunks + 1, d);  // ceil(size / chunks), without overflow
+}();
+  if (trace.recording()) trace.record({*this}, {{"chunks", Value(chunks)}, {"dim", Value(d)}}, out);
+  return out;
 }
 
 std::vector<Tensor> Tensor::unbind(int64_t d) const {
+  jit::detail::TraceOp trace("unbind");
+  std::vector<Tensor> out = [&]() -> std::vector<Tensor> {
   detail::OpNameScope scope("unbind");
   check_defined(*this, "unbind");
   EMBER_CHECK(dim() > 0, "[unbind] cannot be applied to a 0-dim tensor");
@@ -570,6 +653,9 @@ std::vector<Tensor> Tensor::unbind(int64_t d) const {
     for (int64_t i = 0; i < sizes()[d]; ++i) out.push_back(select(d, i));
   }
   if (grad) autograd::fn::view_unbind(*this, out, d);
+  return out;
+}();
+  if (trace.recording()) trace.record({*this}, {{"dim", Value(d)}}, out);
   return out;
 }
 
