@@ -49,7 +49,9 @@ std::string signature(const std::vector<Tensor>& inputs, bool dynamic_batch, boo
 
 std::vector<Tensor> CompiledModule::run(const std::vector<Tensor>& inputs) {
   State& s = *state_;
-  std::lock_guard<std::mutex> lock(s.mutex);
+  // The lock covers the cache and tracing; graphs run outside it, so threads sharing a
+  // compiled model run concurrently once it is compiled.
+  std::unique_lock<std::mutex> lock(s.mutex);
   const bool training = s.module->is_training();
   const std::string dyn_key = signature(inputs, s.options.dynamic_batch, training, false);
   const std::string static_key = signature(inputs, s.options.dynamic_batch, training, true);
@@ -65,6 +67,7 @@ std::vector<Tensor> CompiledModule::run(const std::vector<Tensor>& inputs) {
       }
       ++s.eager;
       s.last = nullptr;
+      lock.unlock();
       return s.fn(inputs);
     }
     TraceOptions topt;
@@ -86,7 +89,9 @@ std::vector<Tensor> CompiledModule::run(const std::vector<Tensor>& inputs) {
     ++s.compiled;
   }
   s.last = found->second;
-  return found->second->run(inputs);
+  std::shared_ptr<GraphModule> graph = found->second;
+  lock.unlock();
+  return graph->run(inputs);
 }
 
 Tensor CompiledModule::operator()(const Tensor& input) {

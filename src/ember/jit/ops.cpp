@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
 
 #include "ember/core/check.h"
 #include "ember/jit/graph.h"
@@ -267,7 +268,12 @@ const Registry& registry() {
 
 std::vector<Tensor> call_op(const OpDef& def, const std::vector<Tensor>& inputs, const Value::Dict& attrs) {
   tl_node_op = def.name;
-  return def.fn(inputs, attrs);
+  try {
+    return def.fn(inputs, attrs);
+  } catch (const std::out_of_range&) {
+    // A node with fewer tensor inputs than its op reads (a hand-built or damaged graph).
+    EMBER_ERROR("[jit] node '", def.name, "' has ", inputs.size(), " tensor inputs, fewer than the op needs");
+  }
 }
 
 const OpDef* find_op(std::string_view name) {

@@ -193,7 +193,9 @@ int fold_constants(Graph& g, bool include_params) {
     for (const Tensor& t : out) numel += t.numel();
     if (numel > (int64_t{1} << 24)) continue;  // a huge creation op stays a node
     for (size_t o = 0; o < out.size(); ++o) {
-      const int c = g.add_const(out[o]);
+      // Contiguous, as the constant will be after a save and load: the graph computes the
+      // same in memory and from its file.
+      const int c = g.add_const(out[o].contiguous());
       replace_uses(g, n.outputs[o], c);
     }
     keep[k] = 0;
