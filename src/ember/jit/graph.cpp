@@ -135,11 +135,12 @@ int Graph::add_input(std::string name, DType dtype, std::vector<SymInt> shape) {
   return id;
 }
 
-int Graph::add_param(std::string name, Tensor value) {
-  EMBER_CHECK(value.defined(), "[jit] parameter '", name, "' is an undefined tensor");
+int Graph::add_value(VarKind kind, std::string name, Tensor value) {
+  EMBER_CHECK(value.defined(), "[jit] ", kind == VarKind::Param ? "parameter '" + name + "'" : std::string("constant"),
+              " is an undefined tensor");
   Var v;
   v.name = std::move(name);
-  v.kind = VarKind::Param;
+  v.kind = kind;
   v.dtype = value.dtype();
   v.shape = static_shape(value.sizes());
   vars.push_back(std::move(v));
@@ -148,17 +149,8 @@ int Graph::add_param(std::string name, Tensor value) {
   return id;
 }
 
-int Graph::add_const(Tensor value) {
-  EMBER_CHECK(value.defined(), "[jit] constant is an undefined tensor");
-  Var v;
-  v.kind = VarKind::Const;
-  v.dtype = value.dtype();
-  v.shape = static_shape(value.sizes());
-  vars.push_back(std::move(v));
-  const int id = static_cast<int>(vars.size()) - 1;
-  values[id] = std::move(value);
-  return id;
-}
+int Graph::add_param(std::string name, Tensor value) { return add_value(VarKind::Param, std::move(name), std::move(value)); }
+int Graph::add_const(Tensor value) { return add_value(VarKind::Const, "", std::move(value)); }
 
 std::vector<int> Graph::add_node(std::string op, std::vector<int> in, Value::Dict attrs, int num_outputs) {
   Node n;

@@ -98,6 +98,9 @@ class Graph {
   // Node count per op, sorted by op name.
   std::map<std::string, int> op_histogram() const;
   int64_t parameter_count() const;  // elements of Param vars
+
+ private:
+  int add_value(VarKind kind, std::string name, Tensor value);
 };
 std::ostream& operator<<(std::ostream& os, const Graph& g);
 

@@ -129,6 +129,15 @@ int64_t var_bytes(const Var& v, int64_t batch) {
   return n * static_cast<int64_t>(element_size(v.dtype));
 }
 
+// The node defining each var (-1 for inputs, parameters and constants).
+std::vector<int> producers(const Graph& g) {
+  std::vector<int> producer(g.vars.size(), -1);
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    for (int o : g.nodes[k].outputs) producer[static_cast<size_t>(o)] = static_cast<int>(k);
+  }
+  return producer;
+}
+
 bool is_table_op(const std::string& op) { return detail::is_unary_node(op) || detail::is_binary_node(op); }
 
 }  // namespace
@@ -210,10 +219,7 @@ int fold_batch_norm(Graph& g) {
   int folded = 0;
   NoGradGuard no_grad;
   std::vector<char> keep(g.nodes.size(), 1);
-  std::vector<int> producer(g.vars.size(), -1);
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    for (int o : g.nodes[k].outputs) producer[static_cast<size_t>(o)] = static_cast<int>(k);
-  }
+  const std::vector<int> producer = producers(g);
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     Node& bn = g.nodes[k];
     if (bn.op != "batch_norm" || attr_bool(bn.attrs, "training", false) || bn.inputs.size() != 5) continue;
@@ -274,10 +280,7 @@ int fold_batch_norm(Graph& g) {
 
 int fuse_epilogues(Graph& g) {
   const std::vector<int> uses = g.use_counts();
-  std::vector<int> producer(g.vars.size(), -1);
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    for (int o : g.nodes[k].outputs) producer[static_cast<size_t>(o)] = static_cast<int>(k);
-  }
+  const std::vector<int> producer = producers(g);
   std::vector<char> keep(g.nodes.size(), 1);
   int fused = 0;
   for (size_t k = 0; k < g.nodes.size(); ++k) {
@@ -299,10 +302,7 @@ int fuse_epilogues(Graph& g) {
 
 int fuse_elementwise(Graph& g) {
   std::vector<int> uses = g.use_counts();
-  std::vector<int> producer(g.vars.size(), -1);
-  for (size_t k = 0; k < g.nodes.size(); ++k) {
-    for (int o : g.nodes[k].outputs) producer[static_cast<size_t>(o)] = static_cast<int>(k);
-  }
+  const std::vector<int> producer = producers(g);
   auto static_numel_one = [&](int id) {
     const Var& v = g.var(id);
     return std::all_of(v.shape.begin(), v.shape.end(), [](const SymInt& s) { return s.is_static() && s.b == 1; });

@@ -346,6 +346,27 @@ double param_attr(const Value::Dict& attrs, const char* op, const char* name) {
               name, "'");
   return v->to_double();
 }
+// A node's row parameters from its attributes (the inverse of row_attrs); gelu's
+// "approximate" picks its row.
+UnaryParams node_params(UnaryOp& id, const Value::Dict& attrs) {
+  UnaryParams p;
+  switch (id) {
+#define EMBER_UNARY_P1(Id, name, kind, api, backward, saves, T0, N0, d0) \
+  case UnaryOp::Id: p.p0 = param_attr(attrs, #name, #N0); break;
+#define EMBER_UNARY_P2(Id, name, kind, api, backward, saves, T0, N0, d0, T1, N1, d1) \
+  case UnaryOp::Id:                                                                  \
+    p.p0 = param_attr(attrs, #name, #N0);                                            \
+    p.p1 = param_attr(attrs, #name, #N1);                                            \
+    break;
+#include "ember/ops/pointwise_ops.h"
+    default: break;
+  }
+  if (id == UnaryOp::GeluErf) {
+    const Value* a = attrs.find("approximate");
+    if (a != nullptr && a->is_string() && a->to_string() == "tanh") id = UnaryOp::GeluTanh;
+  }
+  return p;
+}
 }  // namespace
 
 bool is_unary_node(std::string_view op) {
@@ -356,22 +377,7 @@ bool is_unary_node(std::string_view op) {
 Tensor run_unary_node(std::string_view op, const Tensor& t, const Value::Dict& attrs) {
   UnaryOp id{};
   EMBER_CHECK(unary_from_name(op, id), "[jit] '", op, "' is not an element-wise unary op");
-  UnaryParams p;
-  switch (id) {
-#define EMBER_UNARY_P1(Id, name, kind, api, backward, saves, T0, N0, d0) \
-  case UnaryOp::Id: p.p0 = param_attr(attrs, #name, #N0); break;
-#define EMBER_UNARY_P2(Id, name, kind, api, backward, saves, T0, N0, d0, T1, N1, d1) \
-  case UnaryOp::Id:                                                                  \
-    p.p0 = param_attr(attrs, #name, #N0);                                            \
-    p.p1 = param_attr(attrs, #name, #N1);                                            \
-    break;
-#include "ember/ops/pointwise_ops.h"
-    default: break;
-  }
-  if (id == UnaryOp::GeluErf) {
-    const Value* a = attrs.find("approximate");
-    if (a != nullptr && a->is_string() && a->to_string() == "tanh") id = UnaryOp::GeluTanh;
-  }
+  const UnaryParams p = node_params(id, attrs);
   return unary(row_name(id), id, t, p);
 }
 
@@ -381,22 +387,7 @@ bool run_unary_node_out(std::string_view op, const Tensor& out, const Tensor& t,
     return false;
   if (kind_of(id) == UnaryKind::Bool || out_dtype(id, t.dtype()) != t.dtype()) return false;
   if (kind_of(id) == UnaryKind::FloatOnly && !t.is_floating_point()) return false;
-  UnaryParams p;
-  switch (id) {
-#define EMBER_UNARY_P1(Id, name, kind, api, backward, saves, T0, N0, d0) \
-  case UnaryOp::Id: p.p0 = param_attr(attrs, #name, #N0); break;
-#define EMBER_UNARY_P2(Id, name, kind, api, backward, saves, T0, N0, d0, T1, N1, d1) \
-  case UnaryOp::Id:                                                                  \
-    p.p0 = param_attr(attrs, #name, #N0);                                            \
-    p.p1 = param_attr(attrs, #name, #N1);                                            \
-    break;
-#include "ember/ops/pointwise_ops.h"
-    default: break;
-  }
-  if (id == UnaryOp::GeluErf) {
-    const Value* a = attrs.find("approximate");
-    if (a != nullptr && a->is_string() && a->to_string() == "tanh") id = UnaryOp::GeluTanh;
-  }
+  const UnaryParams p = node_params(id, attrs);
   kernels::cpu::unary(id, out, t, p);
   return true;
 }
