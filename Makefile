@@ -7,6 +7,8 @@
 #   make bench      build and run the benchmarks: ember and PyTorch each in its own process,
 #                   5 interleaved rounds (BENCH_FLAGS="--only softmax --rounds 7", see bench/run.py)
 #   make bench-train  one epoch of the main job in ember and in PyTorch, side by side
+#   make bench-infer  inference latency: ember eager / artifact / compiled against PyTorch eager /
+#                   TorchScript, batch 1 and 64 (BENCH_FLAGS="--only cnn --rounds 7", see bench/infer.py)
 #   make sanitize   build with -fsanitize=address,undefined in build-asan/ and run the tests
 #   make fuzz       the op fuzzer under ASan+UBSan for FUZZ_SECONDS (default 3600), seed FUZZ_SEED
 #
@@ -23,7 +25,7 @@ CTEST_FLAGS ?= --output-on-failure --timeout 900
 
 CONFIGURE = cmake -S . -DCMAKE_BUILD_TYPE=Release -DEMBER_NATIVE=$(NATIVE) -DEMBER_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
-.PHONY: all setup build test demo bench bench-train sanitize fuzz clean
+.PHONY: all setup build test demo bench bench-train bench-infer sanitize fuzz clean
 
 all: build
 
@@ -48,6 +50,10 @@ bench: build
 
 bench-train: build
 	@/usr/bin/python3 bench/train_fashion_mnist.py --build $(BUILD_DIR)
+
+bench-infer: build
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench_infer
+	@/usr/bin/python3 bench/infer.py --build $(BUILD_DIR) $(BENCH_FLAGS)
 
 sanitize: setup
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=address,undefined \
