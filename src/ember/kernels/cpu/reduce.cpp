@@ -399,7 +399,10 @@ void exp_shifted(const C* x, C shift, C* y, int64_t n) {
 // a -inf entry of an ordinary row gives 0 (or -inf).
 template <typename T>
 void softmax_rows(bool log, const T* x, T* y, int64_t rows, int64_t len) {
-  const int64_t grain = std::max<int64_t>(1, kChunk / std::max<int64_t>(1, len));
+  // Rows are independent, so any split gives the same results; short rows (attention
+  // scores: 128 rows of 32) go to both threads from a few thousand elements on.
+  constexpr int64_t kRowTaskElements = 2048;
+  const int64_t grain = std::max<int64_t>(1, kRowTaskElements / std::max<int64_t>(1, len));
   parallel_for(0, rows, grain, [&](int64_t b, int64_t e) {
     for (int64_t o = b; o < e; ++o) {
       const T* xr = x + o * len;
