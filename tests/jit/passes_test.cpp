@@ -79,6 +79,16 @@ TEST(JitGraph, BuildPrintVerify) {
   bad = g;
   bad.nodes[0].inputs[0] = 99;
   ExpectError([&] { bad.verify(); }, {"refers to var 99"});
+  // Shapes: the declared ones hold; a wrong declaration is named with what the op computes.
+  g.verify_shapes();
+  bad = g;
+  bad.vars[static_cast<size_t>(bad.nodes[0].outputs[0])].shape = Shape({5});
+  ExpectError([&] { bad.verify_shapes(); }, {"node 0 (relu)", "is declared f32[5]", "computes f32[4]"});
+  // A traced graph with a dynamic batch verifies at two batch sizes.
+  auto mlp = nn::Sequential(nn::Linear(3, 4), nn::ReLU());
+  jit::TraceOptions opt;
+  opt.dynamic_batch = true;
+  jit::trace(*mlp, randn({2, 3}), opt).graph().verify_shapes();
 }
 
 TEST(JitPasses, DeadCodeCseAndConstantFolding) {

@@ -191,6 +191,34 @@ void Graph::infer_shapes() {
   }
 }
 
+void Graph::verify_shapes() const {
+  verify();
+  const int64_t b0 = traced_batch > 0 ? traced_batch : 2;
+  const bool dynamic = std::any_of(vars.begin(), vars.end(), [](const Var& v) { return v.has_dynamic_dim(); });
+  NoGradGuard no_grad;
+  for (int64_t batch : dynamic ? std::vector<int64_t>{b0, b0 + 1} : std::vector<int64_t>{b0}) {
+    std::vector<Tensor> slots(vars.size());
+    for (const auto& [id, t] : values) slots[static_cast<size_t>(id)] = t;
+    for (int id : inputs) slots[static_cast<size_t>(id)] = zeros(var(id).sizes(batch), TensorOptions(var(id).dtype));
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      const Node& n = nodes[k];
+      std::vector<Tensor> in;
+      for (int i : n.inputs) in.push_back(i < 0 ? Tensor() : slots[static_cast<size_t>(i)]);
+      std::vector<Tensor> out = call_op(*find_op(n.op), in, n.attrs_at(batch));
+      EMBER_CHECK(out.size() == n.outputs.size(), "[jit::verify] node ", k, " (", n.op, ") returned ", out.size(),
+                  " tensors for ", n.outputs.size(), " outputs");
+      for (size_t o = 0; o < out.size(); ++o) {
+        const Var& v = var(n.outputs[o]);
+        EMBER_CHECK(out[o].dtype() == v.dtype && out[o].sizes().vec() == v.sizes(batch), "[jit::verify] node ", k,
+                    " (", n.op, ") output ", var_name(n.outputs[o]), " is declared ", dtype_short_name(v.dtype),
+                    IntArrayRef(v.sizes(batch)), " at B = ", batch, " but computes ", dtype_short_name(out[o].dtype()),
+                    out[o].sizes());
+        slots[static_cast<size_t>(n.outputs[o])] = out[o];
+      }
+    }
+  }
+}
+
 std::string Graph::var_name(int id) const {
   if (id < 0) return "None";
   const Var& v = var(id);

@@ -93,6 +93,10 @@ class Graph {
   // Checks SSA (each var defined once, before use), producers, input/output ids, param
   // values and op names; throws ember::Error "[jit::verify] ..." naming the node.
   void verify() const;
+  // verify(), then runs the graph on zeros at B = traced_batch (2 without one) and, with a
+  // dynamic dim, at B + 1, checking every node output's dtype and sizes against its var's
+  // declared dtype and shape; throws "[jit::verify] node k (op): ..." at the first mismatch.
+  void verify_shapes() const;
   void print(std::ostream& os) const;
   std::string str() const;
   // Node count per op, sorted by op name.
