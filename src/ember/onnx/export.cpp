@@ -206,14 +206,15 @@ class Exporter {
       const int id = g_.outputs[i];
       if (g_.var(id).kind == jit::VarKind::Node && var_names_.count(id) == 0) var_names_[id] = name;
     }
-    for (size_t id = 0; id < g_.vars.size(); ++id) {
-      const int v = static_cast<int>(id);
-      if (var_names_.count(v) != 0) continue;
-      const jit::Var& var = g_.vars[id];
-      if (var.kind == jit::VarKind::Param || var.kind == jit::VarKind::Const) {
-        var_names_[v] = fresh(var.name.empty() ? "const" + std::to_string(id) : var.name);
-      } else {
-        var_names_[v] = fresh("v" + std::to_string(id));
+    // Parameters and constants before intermediates, so that they keep their own names.
+    for (bool params : {true, false}) {
+      for (size_t id = 0; id < g_.vars.size(); ++id) {
+        const int v = static_cast<int>(id);
+        const jit::Var& var = g_.vars[id];
+        const bool is_value = var.kind == jit::VarKind::Param || var.kind == jit::VarKind::Const;
+        if (var_names_.count(v) != 0 || is_value != params) continue;
+        if (is_value) var_names_[v] = fresh(var.name.empty() ? "const" + std::to_string(id) : var.name);
+        else var_names_[v] = fresh("v" + std::to_string(id));
       }
     }
   }
