@@ -234,6 +234,32 @@ TEST(OnnxExport, ReshapesSoftmaxAndFusedChains) {
   EXPECT_TRUE(Has(fout, "ops Gemm Reshape Transpose Abs Div Mul Add Sigmoid Sub Reshape Softmax\n")) << fout;
 }
 
+// Binary ops with alpha (a Mul first) and scalar operands on either side (rank-0
+// initializers), and integer scalars promoted to the tensor's float dtype.
+TEST(OnnxExport, AlphaAndScalarOperands) {
+  manual_seed(6);
+  auto fn = [](const std::vector<Tensor>& in) -> std::vector<Tensor> {
+    const Tensor& x = in[0];
+    Tensor a = add(x, x.abs(), 3);                       // x + 3 * |x|
+    Tensor b = sub(a, 0.5, 2);                           // a - 2 * 0.5
+    Tensor c = Scalar(int64_t(2)) - b;                   // 2 - b
+    return {Scalar(1.0) / (c.abs() + 1.0)};              // 1 / (|c| + 1)
+  };
+  jit::TraceOptions opt;
+  opt.dynamic_batch = true;
+  jit::GraphModule g = jit::trace(fn, {randn({2, 6})}, opt);
+  const std::string text = g.graph().str();
+  ASSERT_NE(text.find("alpha=3"), std::string::npos) << text;
+  ASSERT_NE(text.find("self="), std::string::npos) << text;
+  const std::string out = ExportAndCompare(g, "scalars", {6});
+  EXPECT_TRUE(Has(out, "ops Abs Mul Add Sub Sub Abs Add Div\n")) << out;
+  // The frozen graph fuses the chain into one node; its steps come out the same way.
+  jit::GraphModule frozen = jit::freeze(g);
+  ASSERT_EQ(frozen.graph().op_histogram().count("fused_elementwise"), 1u) << frozen.graph();
+  const std::string fout = ExportAndCompare(frozen, "scalars_frozen", {6});
+  EXPECT_TRUE(Has(fout, "ops Abs Mul Add Sub Sub Abs Add Div\n")) << fout;
+}
+
 // A view whose batch dim becomes 4*B: the target infers it (-1), the output's dim is "4*B".
 TEST(OnnxExport, ViewToAMultipleOfTheBatch) {
   auto fn = [](const std::vector<Tensor>& in) -> std::vector<Tensor> { return {in[0].view({-1, 3}).relu()}; };
