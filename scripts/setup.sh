@@ -19,6 +19,9 @@ PACKAGES=(
   zlib1g-dev dataset-fashion-mnist
   # Python bindings
   pybind11-dev python3-dev
+  # ONNX export (protobuf classes of onnx.proto) and the independent checks of its files:
+  # the ONNX checker and OpenCV's dnn runtime
+  libonnx-dev libprotobuf-dev python3-onnx python3-opencv
 )
 
 missing=()

@@ -39,3 +39,4 @@
 #include "ember/jit/jit.h"
 #include "ember/jit/artifact.h"
 #include "ember/jit/compile.h"
+#include "ember/onnx/export.h"
