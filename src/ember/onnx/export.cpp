@@ -21,6 +21,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "ember/jit/graph.h"
 #include "ember/jit/ops.h"
@@ -55,10 +56,9 @@ int32_t onnx_dtype(DType dt) {
 
 // "B", "4*B", "B+1", "2*B-3": the symbolic dim of a dynamic size.
 std::string dim_param(const SymInt& s) {
-  std::string out = s.a == 1 ? "B" : std::to_string(s.a) + "*B";
-  if (s.b > 0) out += "+" + std::to_string(s.b);
-  if (s.b < 0) out += std::to_string(s.b);
-  return out;
+  std::ostringstream os;
+  os << s;  // the graph listing's spelling
+  return os.str();
 }
 
 // Value -> JSON text for metadata_props (tensors as a short description).
