@@ -58,4 +58,17 @@ inline std::string ErrorOf(const std::function<void()>& fn) {
   return "";
 }
 
+// Batch norm layers with running statistics far from (0, 1) and non-zero biases, so that
+// folding or exporting them is actually exercised.
+inline void RandomizeNormStats(nn::Module& m) {
+  NoGradGuard g;
+  for (auto& it : m.named_buffers()) {
+    if (it.key().find("running_var") != std::string::npos) it.value().uniform_(0.5, 2.0);
+    else if (it.key().find("running_mean") != std::string::npos) it.value().normal_(0, 0.3);
+  }
+  for (auto& it : m.named_parameters()) {
+    if (it.key().find("bias") != std::string::npos) it.value().normal_(0, 0.2);
+  }
+}
+
 }  // namespace ember::testing

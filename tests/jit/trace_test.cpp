@@ -41,17 +41,7 @@ nn::Sequential Cnn() {
                         nn::Linear(16 * 7 * 7, 10));
 }
 
-// Batch norm with non-trivial running statistics and affine parameters.
-void Randomize(nn::Module& m) {
-  NoGradGuard g;
-  for (auto& it : m.named_buffers()) {
-    if (it.key().find("running_var") != std::string::npos) it.value().uniform_(0.5, 2.0);
-    else if (it.key().find("running_mean") != std::string::npos) it.value().normal_(0, 0.3);
-  }
-  for (auto& it : m.named_parameters()) {
-    if (it.key().find("bias") != std::string::npos) it.value().normal_(0, 0.2);
-  }
-}
+void Randomize(nn::Module& m) { ember::testing::RandomizeNormStats(m); }
 
 // Runs the graph at batch sizes 1, 7 and 64 against eager.
 template <typename Eager>

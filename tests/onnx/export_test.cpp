@@ -123,17 +123,7 @@ nn::Sequential Cnn() {
                         nn::ReLU(), nn::MaxPool2d(nn::MaxPool2dOptions(2)), nn::Flatten(), nn::Linear(16 * 7 * 7, 10));
 }
 
-// Batch norm with running statistics far from (0, 1) and non-zero biases.
-void Randomize(nn::Module& m) {
-  NoGradGuard g;
-  for (auto& it : m.named_buffers()) {
-    if (it.key().find("running_var") != std::string::npos) it.value().uniform_(0.5, 2.0);
-    else if (it.key().find("running_mean") != std::string::npos) it.value().normal_(0, 0.3);
-  }
-  for (auto& it : m.named_parameters()) {
-    if (it.key().find("bias") != std::string::npos) it.value().normal_(0, 0.2);
-  }
-}
+void Randomize(nn::Module& m) { ember::testing::RandomizeNormStats(m); }
 
 jit::GraphModule TraceNamed(nn::Module& m, const Tensor& example, const std::string& in, const std::string& out) {
   jit::TraceOptions opt;
