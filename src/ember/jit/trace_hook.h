@@ -38,8 +38,6 @@ void record_node(const char* op, const std::vector<Tensor>& inputs, const Attrs&
 // the tensor is not traced or was marked constant.
 void value_read_slow(const char* op, const Tensor& t);
 
-inline bool tracing() noexcept { return tl_recorder != nullptr; }
-
 // Attribute values of common argument types.
 inline Value ints(IntArrayRef a) { return Value(std::vector<int64_t>(a.begin(), a.end())); }
 inline Value opt_int(std::optional<int64_t> v) { return v ? Value(*v) : Value(); }
@@ -72,11 +70,6 @@ class TraceOp {
   }
   void record(const std::vector<Tensor>& inputs, const Attrs& attrs, const Tensor& output) const {
     if (owner_) record_node(name_, inputs, attrs, {output}, false);
-  }
-  // An in-place op: `self` (the first input) now holds the result of op `functional_name`.
-  void record_inplace(const char* functional_name, const std::vector<Tensor>& inputs, const Attrs& attrs,
-                      const Tensor& self) const {
-    if (owner_) record_node(functional_name, inputs, attrs, {self}, true);
   }
 
  private:

@@ -167,9 +167,9 @@ Tensor& binary_inplace_t(const char* name, BinaryOp op, Tensor& self, const Tens
   jit::detail::TraceOp trace(name);
   EMBER_CHECK(self.defined() && other.defined(), "[", name, "] called with an undefined tensor");
   if (trace.recording()) {
-    const Tensor before = self, rhs = other;
     binary_inplace_t_impl(name, op, self, other, alpha);
-    jit::detail::record_node(row_name(op), {before, rhs}, row_attrs(op, alpha), {self}, true);
+    // The recorder reads self's value before rebinding self to the node's output.
+    jit::detail::record_node(row_name(op), {self, other}, row_attrs(op, alpha), {self}, true);
     return self;
   }
   return binary_inplace_t_impl(name, op, self, other, alpha);
@@ -191,9 +191,8 @@ Tensor& binary_inplace_s(const char* name, BinaryOp op, Tensor& self, const Scal
   jit::detail::TraceOp trace(name);
   EMBER_CHECK(self.defined(), "[", name, "] called with an undefined tensor");
   if (trace.recording()) {
-    const Tensor before = self;
     binary_inplace_s_impl(name, op, self, other, alpha);
-    jit::detail::record_node(row_name(op), {before}, row_attrs(op, alpha, "other", &other), {self}, true);
+    jit::detail::record_node(row_name(op), {self}, row_attrs(op, alpha, "other", &other), {self}, true);
     return self;
   }
   return binary_inplace_s_impl(name, op, self, other, alpha);

@@ -116,9 +116,9 @@ Tensor& unary_(const char* name, UnaryOp op, Tensor& t, const UnaryParams& p = {
   jit::detail::TraceOp trace(name);
   check_input(name, op, t);
   if (trace.recording()) {
-    Tensor before = t;  // the traced value t held before the op
     unary_impl_(name, op, t, p);
-    jit::detail::record_node(row_name(op), {before}, row_attrs(op, p), {t}, true);
+    // The recorder reads t's value before rebinding t to the node's output.
+    jit::detail::record_node(row_name(op), {t}, row_attrs(op, p), {t}, true);
     return t;
   }
   return unary_impl_(name, op, t, p);
