@@ -22,6 +22,10 @@ PACKAGES=(
   # ONNX export (protobuf classes of onnx.proto) and the independent checks of its files:
   # the ONNX checker and OpenCV's dnn runtime
   libonnx-dev libprotobuf-dev python3-onnx python3-opencv
+  # ember-serve: Boost.Beast/Asio (header-only) for HTTP; promtool checks its metrics,
+  # chromium renders its status page in the tests; wrk and a FastAPI + uvicorn server of
+  # the same model are the load test's tools and baseline (bench/serve)
+  libboost-dev prometheus chromium wrk python3-fastapi python3-uvicorn
 )
 
 missing=()

@@ -2,6 +2,7 @@
 
 #include "ember/jit/artifact.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "ember/autograd/grad_mode.h"
@@ -240,6 +241,25 @@ Value input_profile(const Tensor& batch) {
   p["std"] = x.numel() > 1 ? x.std().item().to_double() : 0.0;
   p["min"] = x.amin().item().to_double();
   p["max"] = x.amax().item().to_double();
+  // Decile bins of all values, for the population stability index of served inputs
+  // (ember-serve's drift monitor): interior edges and the share of values in each bin,
+  // a value equal to an edge counting in the bin above it.
+  std::vector<double> v = x.contiguous().to_vector<double>();
+  std::sort(v.begin(), v.end());
+  std::vector<double> edges;
+  for (int q = 1; q < 10; ++q) {
+    const double e = v[std::min(v.size() - 1, v.size() * static_cast<size_t>(q) / 10)];
+    if (e > v.front() && (edges.empty() || e > edges.back())) edges.push_back(e);
+  }
+  std::vector<double> fractions;
+  size_t below = 0;
+  for (size_t i = 0; i <= edges.size(); ++i) {
+    const size_t upto = i < edges.size() ? std::lower_bound(v.begin(), v.end(), edges[i]) - v.begin() : v.size();
+    fractions.push_back(static_cast<double>(upto - below) / static_cast<double>(v.size()));
+    below = upto;
+  }
+  p["bin_edges"] = Value(edges);
+  p["bin_fractions"] = Value(fractions);
   if (x.dim() >= 2) {
     std::vector<int64_t> dims{0};
     for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
