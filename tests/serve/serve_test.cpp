@@ -117,6 +117,38 @@ TEST(ServeCodec, DecodesNestedAndFlatJson) {
   EXPECT_EQ(out, "[[1,2.5],[3,4]]");
 }
 
+TEST(ServeCodec, CompactNumberArrays) {
+  auto c = [](const char* s) { return json::parse(s, 8, 1000, nullptr, /*compact_numbers=*/true); };
+  const json::Json rows = c("[[1, 2.5], [3, -4e0]]");
+  ASSERT_EQ(rows.array.size(), 2u);
+  EXPECT_TRUE(rows.array[0].compact);
+  EXPECT_FALSE(rows.array[0].all_integers);
+  EXPECT_EQ(rows.array[1].numbers, (std::vector<double>{3, -4}));
+  EXPECT_EQ(nested_shape(rows, "x"), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(decode_json_data(rows, kFloat32, {4}, "x").to_vector<float>(), (std::vector<float>{1, 2.5f, 3, -4}));
+  // Integers stay exact past 2^53.
+  const json::Json big = c("[9007199254740993, -2]");
+  EXPECT_TRUE(big.all_integers);
+  EXPECT_EQ(decode_json_data(big, kInt64, {2}, "x").to_vector<int64_t>(), (std::vector<int64_t>{9007199254740993, -2}));
+  EXPECT_NE(error_of([&] { decode_json_data(c("[1, 2.5]"), kInt64, {2}, "x"); }).find("expected an integer for INT64"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { decode_json_data(c("[1, 2]"), kBool, {2}, "x"); }).find("element 1 is a number, expected a boolean"),
+            std::string::npos);
+  // A non-number in the array: read the general way, types kept per element.
+  const json::Json mixed = c("[1, 2.5, \"a\"]");
+  EXPECT_FALSE(mixed.compact);
+  ASSERT_EQ(mixed.array.size(), 3u);
+  EXPECT_EQ(mixed.array[0].type, json::Json::Type::Int);
+  EXPECT_EQ(mixed.array[1].type, json::Json::Type::Double);
+  EXPECT_EQ(mixed.array[2].s, "a");
+  EXPECT_NE(error_of([&] { decode_json_data(mixed, kFloat32, {3}, "x"); }).find("element 2 is string"),
+            std::string::npos);
+  // The value limit still counts every number.
+  EXPECT_NE(error_of([&] { json::parse("[1, 2, 3, 4]", 8, 3, nullptr, true); }).find("more than 3 values"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { c("[1, 2,]"); }).find("invalid value"), std::string::npos);
+}
+
 TEST(ServeCodec, BadTensorsNameTheProblem) {
   auto j = [](const char* s) { return json::parse(s, 8, 100); };
   EXPECT_NE(error_of([&] { decode_json_data(j("[1, 2, 3]"), kFloat32, {2, 2}, "input \"x\""); })

@@ -51,14 +51,16 @@ def base_config(**overrides):
 class Server:
     """The ember-serve process, its ports and its log lines."""
 
-    def __init__(self, config, name):
+    def __init__(self, config, name, models=None):
         os.makedirs(ARGS.work, exist_ok=True)
         self.config_path = os.path.join(ARGS.work, name + ".json")
         with open(self.config_path, "w") as f:
             json.dump(config, f)
-        self.proc = subprocess.Popen(
-            [ARGS.server, "--model-store", ARGS.store, "--config", self.config_path],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.stderr_path = os.path.join(ARGS.work, name + ".stderr")
+        self.stderr = open(self.stderr_path, "w")  # a file: a full pipe would block the server
+        cmd = [ARGS.server, "--config", self.config_path]
+        cmd += ["--models", models] if models else ["--model-store", ARGS.store]
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
         self.lines = []
         self.lock = threading.Lock()
         self.listening = threading.Event()
@@ -66,7 +68,7 @@ class Server:
         self.reader.start()
         if not self.listening.wait(60):
             self.proc.kill()
-            raise RuntimeError("ember-serve did not start: " + self.proc.stderr.read())
+            raise RuntimeError("ember-serve did not start: " + open(self.stderr_path).read())
         event = self.events("listening")[0]
         self.port = event["inference_port"]
         self.mport = event["management_port"]
@@ -121,7 +123,7 @@ class Server:
                 self.proc.wait()
         self.reader.join(10)
         self.proc.stdout.close()
-        self.proc.stderr.close()
+        self.stderr.close()
         return self.proc.returncode
 
 
@@ -612,6 +614,21 @@ class LifecycleTest(unittest.TestCase):
         self.assertIn('unknown setting "max_batch"', p.stderr)
         self.assertIn("serve.json accepts:", p.stderr)
 
+    def test_inference_token(self):
+        token = "inference-token-abcdefghijklmnop"
+        s = Server(base_config(auth={"management": False, "inference_token": token}), "token")
+        try:
+            body = infer_body([[0.0] * 20])
+            status, out = s.json("POST", "/v2/models/mlp/infer", body)
+            self.assertEqual(status, 401)
+            self.assertIn("Authorization: Bearer", out["error"])
+            status, out = s.json("POST", "/v2/models/mlp/infer", body, headers={"Authorization": "Bearer " + token})
+            self.assertEqual(status, 200, out)
+            self.assertEqual(s.json("GET", "/ping")[0], 200)  # health stays open
+            self.assertEqual(s.json("GET", "/models", management=True, token=None)[0], 200)  # management auth off
+        finally:
+            self.assertEqual(s.stop(), 0)
+
     def test_sigterm_drains_in_flight_requests(self):
         s = Server(base_config(drain_timeout_ms=20000, models={"slow": {"max_batch_size": 1, "timeout_ms": 20000}}),
                    "drain")
@@ -637,6 +654,36 @@ class LifecycleTest(unittest.TestCase):
         self.assertEqual(stopped[0]["unanswered"], 0)
         with self.assertRaises(OSError):
             socket.create_connection(("127.0.0.1", s.port), timeout=2)
+
+
+class FashionTest(unittest.TestCase):
+    """The main job's path end to end: the Fashion-MNIST CNN that examples/fashion_mnist
+    trained and exported, served, classifying test images sent as raw IDX bytes."""
+
+    @unittest.skipUnless(os.environ.get("FASHION_ARTIFACT"), "no FASHION_ARTIFACT")
+    def test_serves_the_exported_cnn(self):
+        import gzip
+        data = "/usr/share/datasets/fashion-mnist/"
+        images = gzip.open(data + "t10k-images-idx3-ubyte.gz").read()[16:]
+        labels = gzip.open(data + "t10k-labels-idx1-ubyte.gz").read()[8:]
+        s = Server(base_config(models={"fashion": {"max_batch_size": 64}}), "fashion",
+                   models="fashion=" + os.environ["FASHION_ARTIFACT"])
+        try:
+            status, meta = s.json("GET", "/v2/models/fashion")
+            self.assertEqual(meta["inputs"][0]["shape"], [-1, 1, 28, 28])
+            names = meta["labels"]
+            correct, n = 0, 1000
+            for start in range(0, n, 100):
+                chunk = images[start * 784:(start + 100) * 784]
+                status, _, body = s.request("POST", "/predictions/fashion", chunk,
+                                            {"Content-Type": "application/octet-stream"})
+                self.assertEqual(status, 200, body[:200])
+                for i, probs in enumerate(json.loads(body)):
+                    top = max(probs, key=probs.get)
+                    correct += top == names[labels[start + i]]
+            self.assertGreater(correct / n, 0.6)
+        finally:
+            self.assertEqual(s.stop(), 0)
 
 
 def main():

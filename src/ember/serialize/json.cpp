@@ -78,8 +78,8 @@ void append_utf8(std::string& out, uint32_t cp) {
 
 class Parser {
  public:
-  Parser(std::string_view text, int max_depth, uint64_t max_values)
-      : text_(text), max_depth_(max_depth), max_values_(max_values) {}
+  Parser(std::string_view text, int max_depth, uint64_t max_values, bool compact)
+      : text_(text), max_depth_(max_depth), max_values_(max_values), compact_(compact) {}
 
   uint64_t values() const { return values_; }
 
@@ -178,6 +178,7 @@ class Parser {
       ++pos_;
       return;
     }
+    if (compact_ && (peek() == '-' || (peek() >= '0' && peek() <= '9')) && parse_numbers(v)) return;
     while (true) {
       skip_ws();
       v.array.push_back(parse_value(depth));
@@ -189,6 +190,43 @@ class Parser {
       expect(']');
       return;
     }
+  }
+
+  // The compact form of an array of numbers (Json::compact). Returns true when the array
+  // ended as numbers only; otherwise rewinds to its first element and returns false for
+  // the general loop to read it again.
+  bool parse_numbers(Json& v) {
+    const size_t start = pos_;
+    const uint64_t values_at_start = values_;
+    Json n;
+    while (true) {
+      skip_ws();
+      if (++values_ > max_values_) fail("more than " + std::to_string(max_values_) + " values");
+      parse_number(n);
+      v.numbers.push_back(n.type == Json::Type::Int ? static_cast<double>(n.i) : n.d);
+      if (n.type == Json::Type::Int && v.all_integers) {
+        v.integers.push_back(n.i);
+      } else if (v.all_integers) {
+        v.all_integers = false;
+        v.integers.clear();
+      }
+      skip_ws();
+      if (peek() == ']') {
+        ++pos_;
+        v.compact = true;
+        return true;
+      }
+      expect(',');
+      skip_ws();
+      if (!(peek() == '-' || (peek() >= '0' && peek() <= '9'))) break;
+    }
+    // A non-number follows: read the array again the general way.
+    v.numbers.clear();
+    v.integers.clear();
+    v.all_integers = true;
+    pos_ = start;
+    values_ = values_at_start;
+    return false;
   }
 
   uint32_t parse_hex4() {
@@ -317,12 +355,13 @@ class Parser {
   int max_depth_;
   uint64_t max_values_;
   uint64_t values_ = 0;
+  bool compact_ = false;
 };
 
 }  // namespace
 
-Json parse(std::string_view text, int max_depth, uint64_t max_values, uint64_t* values_used) {
-  Parser parser(text, max_depth, max_values);
+Json parse(std::string_view text, int max_depth, uint64_t max_values, uint64_t* values_used, bool compact_numbers) {
+  Parser parser(text, max_depth, max_values, compact_numbers);
   Json doc = parser.parse_document();
   if (values_used != nullptr) *values_used = parser.values();
   return doc;

@@ -26,6 +26,14 @@ struct Json {
   std::string s;
   std::vector<Json> array;
   std::vector<std::pair<std::string, Json>> object;
+  // Set by parse(..., compact_numbers = true) on an array whose elements are all numbers:
+  // they are kept here instead of as one Json each in `array` (which stays empty).
+  // `numbers` holds every element as a double; when all_integers, `integers` holds them
+  // exactly too. A tensor's data arrives this way ~10x cheaper (ember-serve).
+  bool compact = false;
+  bool all_integers = true;
+  std::vector<double> numbers;
+  std::vector<int64_t> integers;
 
   // The member named key of an object, or nullptr.
   const Json* find(std::string_view key) const;
@@ -43,7 +51,8 @@ class ParseError : public std::runtime_error {
 // deeper than max_depth, more than max_values values (each costs ~100 bytes of memory),
 // duplicate object keys, invalid UTF-8 and lone surrogates are errors.
 // values_used, when given, receives how many values the document held.
-Json parse(std::string_view text, int max_depth, uint64_t max_values, uint64_t* values_used = nullptr);
+Json parse(std::string_view text, int max_depth, uint64_t max_values, uint64_t* values_used = nullptr,
+           bool compact_numbers = false);
 
 // True when s is well-formed UTF-8 (no overlongs, no surrogates, at most U+10FFFF).
 bool is_valid_utf8(std::string_view s);

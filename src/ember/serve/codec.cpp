@@ -22,12 +22,25 @@ int64_t numel_of(const std::vector<int64_t>& shape, const std::string& what) {
   return n;
 }
 
-void flatten(const json::Json& v, std::vector<const json::Json*>& out, int depth, const std::string& what) {
+// The leaves of a nested JSON array in order: single values, or whole compact runs of
+// numbers (Json::compact).
+struct Leaves {
+  std::vector<const json::Json*> items;  // a leaf value, or a compact array
+  int64_t count = 0;
+};
+
+void flatten(const json::Json& v, Leaves& out, int depth, const std::string& what) {
   if (v.type == json::Json::Type::Array) {
     if (depth > 32) throw BadRequest(what + ": data is nested too deeply");
+    if (v.compact) {
+      out.items.push_back(&v);
+      out.count += static_cast<int64_t>(v.numbers.size());
+      return;
+    }
     for (const json::Json& e : v.array) flatten(e, out, depth + 1, what);
   } else {
-    out.push_back(&v);
+    out.items.push_back(&v);
+    ++out.count;
   }
 }
 
@@ -57,35 +70,48 @@ std::vector<int64_t> nested_shape(const json::Json& data, const std::string& wha
   std::vector<int64_t> shape;
   const json::Json* v = &data;
   while (v->type == json::Json::Type::Array) {
+    if (v->compact) {
+      shape.push_back(static_cast<int64_t>(v->numbers.size()));
+      break;
+    }
     shape.push_back(static_cast<int64_t>(v->array.size()));
     if (v->array.empty()) break;
     v = &v->array[0];
     if (shape.size() > 32) throw BadRequest(what + ": data is nested too deeply");
   }
-  // Check that every row agrees (not ragged).
-  std::vector<const json::Json*> flat;
-  flatten(data, flat, 0, what);
+  // Every row must agree (not ragged).
+  Leaves leaves;
+  flatten(data, leaves, 0, what);
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
-  if (static_cast<int64_t>(flat.size()) != n) {
-    throw BadRequest(what + ": data is a ragged nested list (rows of different lengths)");
-  }
+  if (leaves.count != n) throw BadRequest(what + ": data is a ragged nested list (rows of different lengths)");
   return shape;
 }
 
 Tensor decode_json_data(const json::Json& data, DType dtype, const std::vector<int64_t>& shape,
                         const std::string& what) {
   const int64_t n = numel_of(shape, what);
-  std::vector<const json::Json*> flat;
-  flat.reserve(static_cast<size_t>(n));
-  flatten(data, flat, 0, what);
-  if (static_cast<int64_t>(flat.size()) != n) {
+  Leaves leaves;
+  flatten(data, leaves, 0, what);
+  if (leaves.count != n) {
     throw BadRequest(what + ": shape " + shape_text(shape) + " holds " + std::to_string(n) + " elements, data has " +
-                     std::to_string(flat.size()));
+                     std::to_string(leaves.count));
   }
   using T = json::Json::Type;
-  auto number = [&](size_t i) -> double {
-    const json::Json& e = *flat[i];
+  // Calls f(index, leaf) for single values and g(index, compact array) for runs.
+  auto each = [&](auto&& single, auto&& run) {
+    int64_t i = 0;
+    for (const json::Json* e : leaves.items) {
+      if (e->type == T::Array) {
+        run(i, *e);
+        i += static_cast<int64_t>(e->numbers.size());
+      } else {
+        single(i, *e);
+        ++i;
+      }
+    }
+  };
+  auto number = [&](int64_t i, const json::Json& e) -> double {
     if (e.type == T::Int) return static_cast<double>(e.i);
     if (e.type == T::Double) return e.d;
     throw BadRequest(what + ": element " + std::to_string(i) + " is " + e.type_name() + ", expected a number");
@@ -93,28 +119,42 @@ Tensor decode_json_data(const json::Json& data, DType dtype, const std::vector<i
   if (dtype == kBool) {
     Tensor t = empty(shape, TensorOptions().dtype(kBool));
     bool* p = t.data_ptr<bool>();
-    for (size_t i = 0; i < flat.size(); ++i) {
-      const json::Json& e = *flat[i];
-      if (e.type == T::Bool) {
-        p[i] = e.b;
-      } else if (e.type == T::Int && (e.i == 0 || e.i == 1)) {
-        p[i] = e.i == 1;
-      } else {
-        throw BadRequest(what + ": element " + std::to_string(i) + " is " + e.type_name() + ", expected a boolean");
-      }
-    }
+    each(
+        [&](int64_t i, const json::Json& e) {
+          if (e.type == T::Bool) {
+            p[i] = e.b;
+          } else if (e.type == T::Int && (e.i == 0 || e.i == 1)) {
+            p[i] = e.i == 1;
+          } else {
+            throw BadRequest(what + ": element " + std::to_string(i) + " is " + e.type_name() +
+                             ", expected a boolean");
+          }
+        },
+        [&](int64_t i, const json::Json& run) {
+          for (size_t k = 0; k < run.numbers.size(); ++k) {
+            const double x = run.numbers[k];
+            if (x != 0 && x != 1)
+              throw BadRequest(what + ": element " + std::to_string(i + static_cast<int64_t>(k)) +
+                               " is a number, expected a boolean");
+            p[i + static_cast<int64_t>(k)] = x == 1;
+          }
+        });
     return t;
   }
-  if (dtype == kFloat32 || dtype == kFloat64 || dtype == kFloat16 || dtype == DType::BFloat16) {
+  if (is_floating_point(dtype)) {
     if (dtype == kFloat64) {
       Tensor t = empty(shape, TensorOptions().dtype(kFloat64));
       double* p = t.data_ptr<double>();
-      for (size_t i = 0; i < flat.size(); ++i) p[i] = number(i);
+      each([&](int64_t i, const json::Json& e) { p[i] = number(i, e); },
+           [&](int64_t i, const json::Json& run) { std::copy(run.numbers.begin(), run.numbers.end(), p + i); });
       return t;
     }
     Tensor t = empty(shape, TensorOptions().dtype(kFloat32));
     float* p = t.data_ptr<float>();
-    for (size_t i = 0; i < flat.size(); ++i) p[i] = static_cast<float>(number(i));
+    each([&](int64_t i, const json::Json& e) { p[i] = static_cast<float>(number(i, e)); },
+         [&](int64_t i, const json::Json& run) {
+           for (size_t k = 0; k < run.numbers.size(); ++k) p[i + static_cast<int64_t>(k)] = static_cast<float>(run.numbers[k]);
+         });
     return dtype == kFloat32 ? t : t.to(dtype);
   }
   // Integers: exact, in range.
@@ -125,18 +165,30 @@ Tensor decode_json_data(const json::Json& data, DType dtype, const std::vector<i
   if (dtype == kInt32) lo = std::numeric_limits<int32_t>::min(), hi = std::numeric_limits<int32_t>::max();
   Tensor t = empty(shape, TensorOptions().dtype(kInt64));
   int64_t* p = t.data_ptr<int64_t>();
-  for (size_t i = 0; i < flat.size(); ++i) {
-    const json::Json& e = *flat[i];
-    if (e.type != T::Int) {
-      throw BadRequest(what + ": element " + std::to_string(i) + " is " + e.type_name() + ", expected an integer for " +
+  auto put = [&](int64_t i, int64_t x) {
+    if (x < lo || x > hi) {
+      throw BadRequest(what + ": element " + std::to_string(i) + " = " + std::to_string(x) + " is out of range for " +
                        kserve_dtype(dtype));
     }
-    if (e.i < lo || e.i > hi) {
-      throw BadRequest(what + ": element " + std::to_string(i) + " = " + std::to_string(e.i) + " is out of range for " +
-                       kserve_dtype(dtype));
-    }
-    p[i] = e.i;
-  }
+    p[i] = x;
+  };
+  auto not_integer = [&](int64_t i, const char* type) {
+    throw BadRequest(what + ": element " + std::to_string(i) + " is " + type + ", expected an integer for " +
+                     kserve_dtype(dtype));
+  };
+  each(
+      [&](int64_t i, const json::Json& e) {
+        if (e.type != T::Int) not_integer(i, e.type_name());
+        put(i, e.i);
+      },
+      [&](int64_t i, const json::Json& run) {
+        if (!run.all_integers) {
+          throw BadRequest(what + ": the run of " + std::to_string(run.numbers.size()) + " numbers from element " +
+                           std::to_string(i) + " holds one with a fraction or an exponent, expected an integer for " +
+                           kserve_dtype(dtype));
+        }
+        for (size_t k = 0; k < run.integers.size(); ++k) put(i + static_cast<int64_t>(k), run.integers[k]);
+      });
   return dtype == kInt64 ? t : t.to(dtype);
 }
 

@@ -32,7 +32,7 @@ using Clock = std::chrono::steady_clock;
 // Per-model settings: serve.json's "models" entries and <store>/<model>/config.json.
 struct ModelConfig {
   int64_t max_batch_size = 32;      // rows per run; 1 disables batching
-  int64_t max_queue_delay_us = 2000;
+  int64_t max_queue_delay_us = 0;   // 0: natural batching (what queued while the last batch ran)
   int64_t queue_capacity = 256;     // queued requests before 503
   int workers = 1;
   int64_t timeout_ms = 5000;        // queued longer than this: 504

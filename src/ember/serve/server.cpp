@@ -180,6 +180,20 @@ std::string random_hex(size_t bytes) {
   return s;
 }
 
+// A request id for requests that bring none: a random per-process prefix and a counter,
+// 16 hex digits (std::random_device per request costs a system call).
+std::string next_request_id() {
+  static const uint64_t prefix = [] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }();
+  static std::atomic<uint64_t> counter{0};
+  const uint64_t v = (prefix & 0xffffffff00000000ull) + ((prefix + counter.fetch_add(1)) & 0xffffffffull);
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
 bool equal_const_time(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return false;
   unsigned char d = 0;
@@ -330,7 +344,7 @@ struct Server::Impl {
   Reply status_json();
   std::string render_metrics();
   void record(const std::shared_ptr<Meta>& meta, const Reply& r);
-  void run_shadow(const std::shared_ptr<ModelVersion>& served, const std::vector<Tensor>& inputs,
+  void run_shadow(const ModelVersion& served, const std::vector<Tensor>& inputs,
                   const std::vector<Tensor>& outputs);
   RateMeter& rate_of(const std::string& model, const std::string& version);
   void do_shutdown();
@@ -376,7 +390,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     auto meta = std::make_shared<Meta>();
     meta->start = Clock::now();
-    meta->request_id = random_hex(8);
+    meta->request_id = next_request_id();
     meta->keep_alive = false;
     if (ec == http::error::body_limit) {
       srv_.inflight.fetch_add(1);
@@ -515,7 +529,9 @@ void Server::Impl::record(const std::shared_ptr<Meta>& meta, const Reply& r) {
   const std::string code = std::to_string(r.status);
   if (!r.model.empty()) {
     requests->with({r.model, r.version, code}).inc();
-    latency->with({r.model, r.version}).observe(seconds);
+    // Latency of answered inferences only: fast 503s under overload would hide how long
+    // the admitted requests took (their count is in ember_requests_total by code).
+    if (r.status < 300) latency->with({r.model, r.version}).observe(seconds);
     rate_of(r.model, r.version).hit();
   } else {
     http_responses->with({code}).inc();
@@ -718,7 +734,7 @@ DecodedInfer decode_kserve(const http::request<http::string_body>& req, const Mo
   }
   json::Json doc;
   try {
-    doc = json::parse(header, 64, header.size() + 16);
+    doc = json::parse(header, 64, header.size() + 16, nullptr, /*compact_numbers=*/true);
   } catch (const json::ParseError& e) {
     throw BadRequest(std::string("request body is not valid JSON: ") + e.what());
   }
@@ -745,9 +761,11 @@ DecodedInfer decode_kserve(const http::request<http::string_body>& req, const Mo
     if (!shape || shape->type != json::Json::Type::Array) throw BadRequest(what + " needs \"shape\": a list of sizes");
     if (!dtype || dtype->type != json::Json::Type::String) throw BadRequest(what + " needs \"datatype\", e.g. \"FP32\"");
     std::vector<int64_t> sizes;
-    for (const json::Json& s : shape->array) {
-      if (s.type != json::Json::Type::Int) throw BadRequest(what + ": \"shape\" must hold integers");
-      sizes.push_back(s.i);
+    if (shape->compact) {
+      if (!shape->all_integers) throw BadRequest(what + ": \"shape\" must hold integers");
+      sizes = shape->integers;
+    } else if (!shape->array.empty()) {
+      throw BadRequest(what + ": \"shape\" must hold integers");
     }
     DType dt;
     if (!parse_kserve_dtype(dtype->s, dt))
@@ -904,21 +922,26 @@ void Server::Impl::kserve_infer(const std::shared_ptr<Session>& s, const std::sh
   }
   const auto deadline = meta->start + std::chrono::milliseconds(mv->config().timeout_ms);
   std::vector<Tensor> inputs = decoded->inputs;
-  mv->submit(std::move(inputs), deadline, [this, s, meta, mv, decoded](InferResult r) {
-    Reply rep = encode_kserve(*mv, *decoded, r);
+  // Note [Who destroys a model version]: callbacks hold a plain pointer. They run on the
+  // version's workers, and a version is destroyed only after drain() joined its workers,
+  // which first answer everything queued; a shared_ptr here could make a worker drop the
+  // last reference and destroy the version it is running in.
+  const ModelVersion* version_ptr = mv.get();
+  mv->submit(std::move(inputs), deadline, [this, s, meta, version_ptr, decoded](InferResult r) {
+    Reply rep = encode_kserve(*version_ptr, *decoded, r);
     s->reply(meta, std::move(rep));
-    if (r.status == 200) run_shadow(mv, decoded->inputs, r.outputs);
+    if (r.status == 200) run_shadow(*version_ptr, decoded->inputs, r.outputs);
   });
 }
 
-void Server::Impl::run_shadow(const std::shared_ptr<ModelVersion>& served, const std::vector<Tensor>& inputs,
+void Server::Impl::run_shadow(const ModelVersion& served, const std::vector<Tensor>& inputs,
                               const std::vector<Tensor>& outputs) {
-  std::shared_ptr<ModelVersion> sh = repo->shadow_of(served->name(), served->version());
+  std::shared_ptr<ModelVersion> sh = repo->shadow_of(served.name(), served.version());
   if (!sh || !sh->check_inputs(inputs).empty()) return;
   Counter& total = shadow_total->with({sh->name(), sh->version()});
   Counter& disagree = shadow_disagree->with({sh->name(), sh->version()});
   sh->submit(inputs, Clock::now() + std::chrono::milliseconds(sh->config().timeout_ms),
-             [outputs, &total, &disagree, sh](InferResult r) {
+             [outputs, &total, &disagree](InferResult r) {
                if (r.status != 200) return;
                total.inc();
                bool differs = r.outputs.size() != outputs.size();
@@ -958,7 +981,7 @@ Tensor torchserve_input(const http::request<http::string_body>& req, const Model
   if (ct.rfind("application/json", 0) == 0) {
     json::Json doc;
     try {
-      doc = json::parse(body, 64, body.size() + 16);
+      doc = json::parse(body, 64, body.size() + 16, nullptr, /*compact_numbers=*/true);
     } catch (const json::ParseError& e) {
       throw BadRequest(std::string("request body is not valid JSON: ") + e.what());
     }
@@ -1084,9 +1107,10 @@ void Server::Impl::torchserve_predict(const std::shared_ptr<Session>& s, const s
   }
   const bool batched = x.dim() > 0 && x.size(0) > 1;
   const auto deadline = meta->start + std::chrono::milliseconds(mv->config().timeout_ms);
-  mv->submit({x}, deadline, [this, s, meta, mv, batched, x](InferResult r) {
-    s->reply(meta, torchserve_output(*mv, r, batched));
-    if (r.status == 200) run_shadow(mv, {x}, r.outputs);
+  const ModelVersion* version_ptr = mv.get();  // Note [Who destroys a model version]
+  mv->submit({x}, deadline, [this, s, meta, version_ptr, batched, x](InferResult r) {
+    s->reply(meta, torchserve_output(*version_ptr, r, batched));
+    if (r.status == 200) run_shadow(*version_ptr, {x}, r.outputs);
   });
 }
 
@@ -1159,16 +1183,27 @@ void Server::Impl::route_management(const std::shared_ptr<Session>& s, const std
     const std::string name = need("model_name");
     const std::string version = q.count("version") ? q.at("version") : "1";
     if (!url.empty() && url[0] != '/' && !repo->store().empty()) url = repo->store() + "/" + url;
-    std::shared_ptr<ModelVersion> mv;
-    try {
-      mv = repo->register_version(name, version, url);
-    } catch (const Error& e) {
-      return answer(error_reply(400, std::string(e.what())));
+    int workers = 0;
+    if (q.count("min_worker")) {
+      const std::string& qs = q.at("min_worker");
+      if (qs.empty() || qs.size() > 2 || !std::all_of(qs.begin(), qs.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        throw BadRequest("min_worker must be a number in [1, 64]");
+      workers = std::stoi(qs);
     }
-    if (q.count("min_worker")) repo->scale(name, version, std::stoi(q.at("min_worker")));
-    Value v = Value::dict();
-    v["status"] = "Model \"" + name + "\" version " + version + " registered";
-    return answer(json_reply(v));
+    // Loading reads and verifies the artifact, and a hot swap drains the old version:
+    // both off the I/O threads, which keep serving meanwhile.
+    std::thread([this, s, meta, name, version, url, workers] {
+      try {
+        repo->register_version(name, version, url);
+        if (workers > 0) repo->scale(name, version, workers);
+      } catch (const std::exception& e) {
+        return s->reply(meta, error_reply(400, e.what()));
+      }
+      Value v = Value::dict();
+      v["status"] = "Model \"" + name + "\" version " + version + " registered";
+      s->reply(meta, json_reply(v));
+    }).detach();
+    return;
   }
   if (p.size() < 2) return answer(error_reply(405, "use GET or POST on /models"));
   const std::string& model = p[1];
@@ -1291,7 +1326,7 @@ void Server::start() {
   s.requests = &s.metrics.counter("ember_requests_total", "Inference requests answered, by status code",
                                   {"model", "version", "code"});
   s.latency = &s.metrics.histogram("ember_request_duration_seconds",
-                                   "Inference request latency from the last byte read to the answer written",
+                                   "Latency of answered (2xx) inference requests, from the last byte read to the answer written",
                                    {"model", "version"}, latency_buckets());
   s.http_responses = &s.metrics.counter("ember_http_responses_total",
                                         "Answers to requests that named no model (health, metrics, errors)", {"code"});
@@ -1315,7 +1350,12 @@ void Server::start() {
   int workers = 0;
   for (const auto& mv : s.repo->all_versions()) workers += mv->workers();
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int intra = s.opt.intra_op_threads > 0 ? s.opt.intra_op_threads : std::max(1, cores / std::max(1, workers));
+  // Note [Serving threads]: the workers' intra-op teams together get the cores the I/O
+  // threads leave, never more: an OpenMP team whose threads are descheduled waits at every
+  // barrier (4x less throughput measured with 2-thread teams next to the load generator).
+  const int intra = s.opt.intra_op_threads > 0
+                        ? s.opt.intra_op_threads
+                        : std::max(1, (cores - std::max(1, s.opt.io_threads)) / std::max(1, workers));
   set_num_threads(intra);
   if (s.opt.management_auth && s.opt.management_token.empty()) s.opt.management_token = random_hex(16);
 

@@ -34,7 +34,7 @@ struct ServerOptions {
   int64_t idle_timeout_ms = 60000;       // keep-alive connections idle longer are closed
   int64_t max_connections = 4096;        // more are closed at once
   int io_threads = 1;
-  int intra_op_threads = 0;              // 0: cores / total workers
+  int intra_op_threads = 0;              // 0: (cores - io_threads) / total workers, at least 1
   int64_t drain_timeout_ms = 30000;      // graceful shutdown waits this long for in-flight requests
   bool load_models = true;               // load the whole store at start-up (else on first request)
   bool management_auth = true;           // bearer token on the management API
