@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Load test of ember-serve (make bench-serve): the Fashion-MNIST CNN artifact served by
 
-  ember          ember-serve with dynamic batching (max_batch_size 64, 1 ms queue delay)
+  ember          ember-serve with dynamic batching (max_batch_size 64, natural batching, 2 workers)
   ember-nobatch  ember-serve answering one request per inference (max_batch_size 1, a
                  worker per core): how TorchServe runs a model without batching
   fastapi        the same CNN in PyTorch 1.13 behind FastAPI + uvicorn (fastapi_server.py)
@@ -82,9 +82,9 @@ class Running:
         else:
             batching = name == "ember"
             cfg = {"inference_address": "127.0.0.1:%d" % self.port, "management_address": "127.0.0.1:0",
-                   "access_log": "", "auth": {"management": False}, "intra_op_threads": int(os.environ.get("INTRA", "0")),
-                   "models": {"cnn": {"max_batch_size": 64 if batching else 1, "max_queue_delay_us": int(os.environ.get("DELAY", "1000")),
-                                      "queue_capacity": 256, "workers": int(os.environ.get("WORKERS", "1")) if batching else 2,
+                   "access_log": "", "auth": {"management": False},
+                   "models": {"cnn": {"max_batch_size": 64 if batching else 1, "max_queue_delay_us": 0,
+                                      "queue_capacity": 128, "workers": 2,
                                       "timeout_ms": 2000}}}
             cfg_path = os.path.join(work, name + ".json")
             with open(cfg_path, "w") as f:

@@ -386,6 +386,46 @@ class ServeTest(unittest.TestCase):
         rss1 = metric(s.metrics(), "ember_process_resident_memory_bytes")
         self.assertLess(rss1, rss0 + 64e6)
 
+    def test_fuzzed_bodies_get_400_never_a_crash(self):
+        s = self.s
+        import random
+        rnd = random.Random(11)
+        good = json.dumps(dict(infer_body(self.rows("mlp1")), id="f")).encode()
+        header = json.dumps({"inputs": [{"name": "features", "shape": [1, 20], "datatype": "FP32",
+                                         "parameters": {"binary_data_size": 80}}]}).encode()
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
+        codes = {}
+        for i in range(400):
+            binary = i % 4 == 3
+            body = bytearray(header + bytes(80) if binary else good)
+            for _ in range(rnd.randrange(1, 6)):  # flip, insert, delete or truncate
+                k = rnd.randrange(4)
+                pos = rnd.randrange(len(body))
+                if k == 0:
+                    body[pos] = rnd.randrange(256)
+                elif k == 1:
+                    body[pos:pos] = rnd.choice([b"[", b"]", b"{", b"}", b",", b"-", b"1e999", b"\"", b"null", b"\xff"])
+                elif k == 2:
+                    del body[pos:pos + rnd.randrange(1, 20)]
+                else:
+                    del body[pos:]
+            headers = {"Content-Type": "application/json"}
+            if binary:
+                headers["Inference-Header-Content-Length"] = str(rnd.choice([len(header), len(body), len(body) + 5, 0]))
+            conn.request("POST", "/v2/models/mlp/versions/1/infer", bytes(body), headers)
+            r = conn.getresponse()
+            data = r.read()
+            codes[r.status] = codes.get(r.status, 0) + 1
+            self.assertIn(r.status, (200, 400), data[:300])
+            if r.status == 400:
+                self.assertIn("error", json.loads(data))
+            if r.getheader("Connection", "").lower() == "close":
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=30)
+        conn.close()
+        self.assertGreater(codes.get(400, 0), 300)
+        self.assertEqual(s.json("GET", "/ping")[0], 200)
+
     # ---- observability
 
     def test_metrics_pass_promtool(self):
