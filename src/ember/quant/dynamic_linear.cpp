@@ -13,7 +13,6 @@
 #include "ember/nn/modules/linear.h"
 #include "ember/ops/creation.h"
 #include "ember/quant/quant.h"
-#include "ember/quant/quant_detail.h"
 
 namespace ember::quant {
 
@@ -97,18 +96,22 @@ Tensor DynamicQuantizedLinearImpl::forward(const Tensor& input) {
 
   const Tensor x = input.detach().contiguous();
   const float* xp = x.data_ptr<float>();
-  const detail::MinMax mm = detail::min_max(xp, M * K);
-  EMBER_CHECK(!mm.has_nan && std::isfinite(mm.lo) && std::isfinite(mm.hi), kOp, " input of sizes ", input.sizes(),
-              " holds inf or NaN (range [", mm.lo, ", ", mm.hi, "]); int8 activations cannot represent them");
-  const QParams qp = choose_qparams(mm.lo, mm.hi, kActQMin, kActQMax);
+  float lo = 0, hi = 0;
+  bool has_nan = false;
+  kernels::cpu::qminmax(xp, M * K, &lo, &hi, &has_nan);
+  EMBER_CHECK(!has_nan && std::isfinite(lo) && std::isfinite(hi), kOp, " input of sizes ", input.sizes(),
+              " holds inf or NaN", has_nan ? std::string() : ::ember::detail::str_cat(" (range [", lo, ", ", hi, "])"),
+              "; int8 activations cannot represent them");
+  const QParams qp = choose_qparams(lo, hi, kActQMin, kActQMax);
 
   // Quantized activations in a per-thread scratch buffer; the int32 products go straight
   // into the output's memory (same size as float) and are converted there in place.
   thread_local std::vector<uint8_t> qx_buffer;
   qx_buffer.resize(static_cast<size_t>(M * K));
   uint8_t* qx = qx_buffer.data();  // the calling thread's buffer, also for the workers
+  const float inv_scale = 1.0f / qp.scale, zp_f = static_cast<float>(qp.zero_point);
   parallel_for(0, M, rows_per_chunk(K), [&](int64_t r0, int64_t r1) {
-    detail::quantize_u8(xp + r0 * K, (r1 - r0) * K, qp, kActQMin, kActQMax, qx + r0 * K);
+    kernels::cpu::qquantize_u8(xp + r0 * K, (r1 - r0) * K, inv_scale, zp_f, kActQMin, kActQMax, qx + r0 * K);
   });
   float* y = out.data_ptr<float>();
   if (K > 0) {
@@ -130,18 +133,8 @@ Tensor DynamicQuantizedLinearImpl::forward(const Tensor& input) {
   }
   const float* cs = col_scale.data();
   const int32_t* cr = corr.data();
-  parallel_for(0, M, rows_per_chunk(N), [&](int64_t r0, int64_t r1) {
-    for (int64_t m = r0; m < r1; ++m) {
-      float* row = y + m * N;
-      for (int64_t n = 0; n < N; ++n) {
-        int32_t acc;
-        std::memcpy(&acc, row + n, sizeof acc);
-        float v = static_cast<float>(acc - cr[n]) * cs[n];
-        if (b != nullptr) v += b[n];
-        row[n] = v;
-      }
-    }
-  });
+  parallel_for(0, M, rows_per_chunk(N),
+               [&](int64_t r0, int64_t r1) { kernels::cpu::qdequantize_rows(y, r0, r1, N, cr, cs, b); });
   return out;
 }
 

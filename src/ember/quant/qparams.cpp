@@ -9,7 +9,7 @@
 #include "ember/core/check.h"
 #include "ember/ops/creation.h"
 #include "ember/quant/quant.h"
-#include "ember/quant/quant_detail.h"
+#include "ember/kernels/cpu/qgemm.h"
 
 namespace ember::quant {
 
@@ -59,31 +59,6 @@ PerChannelWeight quantize_weight_per_channel(const Tensor& weight) {
   return out;
 }
 
-namespace detail {
-
-MinMax min_max(const float* x, int64_t n) {
-  float lo = n > 0 ? x[0] : 0.0f, hi = lo;
-  bool nan = false;
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    lo = v < lo ? v : lo;
-    hi = v > hi ? v : hi;
-    nan |= v != v;
-  }
-  return {lo, hi, nan};
-}
-
-void quantize_u8(const float* x, int64_t n, QParams q, int32_t qmin, int32_t qmax, uint8_t* out) {
-  const float inv = 1.0f / q.scale;
-  const float zp = static_cast<float>(q.zero_point), lo = static_cast<float>(qmin), hi = static_cast<float>(qmax);
-  for (int64_t i = 0; i < n; ++i) {
-    // Rounded before the zero point is added: the code of 0.0 is exactly zero_point.
-    const float v = std::nearbyint(x[i] * inv) + zp;
-    out[i] = static_cast<uint8_t>(std::clamp(v, lo, hi));
-  }
-}
-
-}  // namespace detail
 
 Tensor quantize_per_tensor_uint8(const Tensor& x, QParams q, int32_t qmin, int32_t qmax) {
   EMBER_CHECK(x.defined() && x.dtype() == kFloat32, "[quant::quantize_per_tensor_uint8] expects a float32 tensor, got ",
@@ -94,7 +69,8 @@ Tensor quantize_per_tensor_uint8(const Tensor& x, QParams q, int32_t qmin, int32
               q.scale);
   const Tensor c = x.detach().contiguous();
   Tensor out = empty(c.sizes(), TensorOptions(kUInt8));
-  detail::quantize_u8(c.data_ptr<float>(), c.numel(), q, qmin, qmax, out.data_ptr<uint8_t>());
+  kernels::cpu::qquantize_u8(c.data_ptr<float>(), c.numel(), 1.0f / q.scale, static_cast<float>(q.zero_point),
+                             static_cast<float>(qmin), static_cast<float>(qmax), out.data_ptr<uint8_t>());
   return out;
 }
 

@@ -14,7 +14,7 @@
 //     q = clamp(round_half_even(w / scale[n]), -128, 127), zero point 0; done once.
 //   - activations: on every call, from the input's min and max (widened to include 0), an
 //     affine uint8 scale and zero point over 0..127 (7 bits: Note [int8 GEMM] in
-//     kernels/cpu/qgemm.h says why); q = clamp(round_half_even(x / scale) + zp, 0, 127).
+//     kernels/cpu/qgemm.h says why); q = clamp(round_half_even(x * (1 / scale)) + zp, 0, 127).
 //   - y[m, n] = (acc[m, n] - zp * sum_k qw[n, k]) * (scale_x * scale[n]) + bias[n], where
 //     acc is the exact int32 sum of qx * qw.
 // Quantized modules are for inference: their outputs carry no gradient and they cannot be
@@ -57,7 +57,7 @@ struct PerChannelWeight {
 PerChannelWeight quantize_weight_per_channel(const Tensor& weight);
 
 // Quantizes a float32 tensor to uint8 with the given parameters (any shape and strides;
-// the result is contiguous): clamp(round_half_even(x / scale) + zero_point, qmin, qmax).
+// the result is contiguous): clamp(round_half_even(x * (1 / scale)) + zero_point, qmin, qmax).
 Tensor quantize_per_tensor_uint8(const Tensor& x, QParams q, int32_t qmin, int32_t qmax);
 
 // nn.Linear with int8 weights and activations quantized per call (Note [Dynamic

@@ -1,9 +1,13 @@
-// oneDNN int8 matmul (Note [int8 GEMM] in qgemm.h).
+// The int8 GEMM entry point: ember's own kernel for few rows, oneDNN's int8 matmul for more
+// (Note [int8 GEMM] in qgemm.h).
 
 #include "ember/kernels/cpu/qgemm.h"
 
+#include "ember/core/parallel.h"
+
 #include <dnnl.hpp>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <memory>
@@ -48,6 +52,13 @@ const Plan& plan_for(int64_t M, int64_t N, int64_t K) {
 }  // namespace
 
 void gemm_u8s8s32(int64_t M, int64_t N, int64_t K, const uint8_t* a, const int8_t* b, int32_t* c) {
+  if (M < kQGemvMaxRows) {
+    // oneDNN's GEMM repacks the weights on every call, which costs more than the product
+    // itself for a few rows; one pass over them in place is memory-bound instead.
+    const int64_t grain = std::max<int64_t>(4, (int64_t{1} << 16) / std::max<int64_t>(K * M, 1)) / 4 * 4;
+    parallel_for(0, N, grain, [&](int64_t n0, int64_t n1) { qgemv_u8s8s32(M, n0, n1, N, K, a, b, c); });
+    return;
+  }
   const Plan& p = plan_for(M, N, K);
   dnnl::stream stream(cpu_engine());
   memory am(p.a, cpu_engine(), const_cast<uint8_t*>(a));
