@@ -9,6 +9,8 @@
 #   make bench-train  one epoch of the main job in ember and in PyTorch, side by side
 #   make bench-infer  inference latency: ember eager / artifact / compiled against PyTorch eager /
 #                   TorchScript, batch 1 and 64 (BENCH_FLAGS="--only cnn --rounds 7", see bench/infer.py)
+#   make bench-quant  dynamic int8 against float32 in ember and PyTorch (quantize_dynamic), MLP at
+#                   batch 1 and 64 (BENCH_FLAGS="--only cnn --rounds 7", see bench/quant.py)
 #   make sanitize   build with -fsanitize=address,undefined in build-asan/ and run the tests
 #   make fuzz       the op fuzzer under ASan+UBSan for FUZZ_SECONDS (default 3600), seed FUZZ_SEED
 #
@@ -25,7 +27,7 @@ CTEST_FLAGS ?= --output-on-failure --timeout 900
 
 CONFIGURE = cmake -S . -DCMAKE_BUILD_TYPE=Release -DEMBER_NATIVE=$(NATIVE) -DEMBER_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
-.PHONY: all setup build test demo bench bench-train bench-infer sanitize fuzz clean
+.PHONY: all setup build test demo bench bench-train bench-infer bench-quant sanitize fuzz clean
 
 all: build
 
@@ -54,6 +56,10 @@ bench-train: build
 bench-infer: build
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench_infer
 	@/usr/bin/python3 bench/infer.py --build $(BUILD_DIR) $(BENCH_FLAGS)
+
+bench-quant: build
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench_quant
+	@/usr/bin/python3 bench/quant.py --build $(BUILD_DIR) $(BENCH_FLAGS)
 
 sanitize: setup
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=address,undefined \

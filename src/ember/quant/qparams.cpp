@@ -51,8 +51,9 @@ PerChannelWeight quantize_weight_per_channel(const Tensor& weight) {
                 " of the weight holds inf or NaN; int8 cannot represent it");
     const float scale = std::max(amax / 127.5f, FLT_EPSILON);
     scales[n] = scale;
+    const float inv = 1.0f / scale;  // multiplied, not divided: PyTorch's codes, tie for tie
     for (int64_t k = 0; k < K; ++k) {
-      const float v = std::nearbyint(row[k] / scale);
+      const float v = std::nearbyint(row[k] * inv);
       q[n * K + k] = static_cast<int8_t>(std::clamp(v, -128.0f, 127.0f));
     }
   }

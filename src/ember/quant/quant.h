@@ -10,8 +10,8 @@
 // Note [Dynamic quantization scheme] (the one fbgemm uses for PyTorch's dynamic Linear, so
 // the two agree closely on the same weights):
 //   - weights: int8, symmetric, one scale per output row: scale[n] = max|w[n, :]| / 127.5
-//     (at least FLT_EPSILON),
-//     q = clamp(round_half_even(w / scale[n]), -128, 127), zero point 0; done once.
+//     (at least FLT_EPSILON), q = clamp(round_half_even(w * (1 / scale[n])), -128, 127),
+//     zero point 0; done once.
 //   - activations: on every call, from the input's min and max (widened to include 0), an
 //     affine uint8 scale and zero point over 0..127 (7 bits: Note [int8 GEMM] in
 //     kernels/cpu/qgemm.h says why); q = clamp(round_half_even(x * (1 / scale)) + zp, 0, 127).
