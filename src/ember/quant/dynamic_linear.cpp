@@ -96,9 +96,27 @@ Tensor DynamicQuantizedLinearImpl::forward(const Tensor& input) {
 
   const Tensor x = input.detach().contiguous();
   const float* xp = x.data_ptr<float>();
-  float lo = 0, hi = 0;
+  // The input's range, in fixed chunks (min and max are exact: any split gives the same).
+  constexpr int64_t kRangeChunk = 16384;
+  const int64_t total = M * K, chunks = (total + kRangeChunk - 1) / kRangeChunk;
+  std::vector<float> los(static_cast<size_t>(chunks)), his(static_cast<size_t>(chunks));
+  std::vector<char> nans(static_cast<size_t>(chunks));
+  parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t b = c * kRangeChunk;
+      bool nan = false;
+      kernels::cpu::qminmax(xp + b, std::min(kRangeChunk, total - b), &los[static_cast<size_t>(c)],
+                            &his[static_cast<size_t>(c)], &nan);
+      nans[static_cast<size_t>(c)] = nan;
+    }
+  });
+  float lo = chunks > 0 ? los[0] : 0.0f, hi = lo;
   bool has_nan = false;
-  kernels::cpu::qminmax(xp, M * K, &lo, &hi, &has_nan);
+  for (int64_t c = 0; c < chunks; ++c) {
+    lo = std::min(lo, los[static_cast<size_t>(c)]);
+    hi = std::max(hi, his[static_cast<size_t>(c)]);
+    has_nan |= nans[static_cast<size_t>(c)] != 0;
+  }
   EMBER_CHECK(!has_nan && std::isfinite(lo) && std::isfinite(hi), kOp, " input of sizes ", input.sizes(),
               " holds inf or NaN", has_nan ? std::string() : ::ember::detail::str_cat(" (range [", lo, ", ", hi, "])"),
               "; int8 activations cannot represent them");
