@@ -8,10 +8,12 @@
 
 #include "test_util.h"
 
+#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace ember {
@@ -203,6 +205,28 @@ TEST(DynamicQuantizedLinear, SameBitsWithOneOrTwoThreads) {
   EXPECT_EQ(one, two);
 }
 
+TEST(DynamicQuantizedLinear, ConcurrentCallsAgree) {
+  // A server calls one model from several threads; the first calls race to set up the
+  // zero-point sums, and both GEMM paths (few rows: ember's kernel, more: oneDNN) run.
+  manual_seed(11);
+  nn::Linear lin(64, 32);
+  quant::DynamicQuantizedLinear q(*lin);
+  const Tensor small = randn({2, 64}), large = randn({16, 64});
+  quant::DynamicQuantizedLinear fresh(*lin);
+  const std::vector<float> want_small = Floats(fresh(small)), want_large = Floats(fresh(large));
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 25; ++i) {
+        if (Floats(q(small)) != want_small || Floats(q(large)) != want_large) ++wrong;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
 TEST(DynamicQuantizedLinear, ZeroSizedInputs) {
   manual_seed(5);
   nn::Linear lin(8, 3);
@@ -299,6 +323,7 @@ TEST(QuantizeDynamic, Errors) {
 
 TEST(QuantizeDynamic, RefusesTracing) {
   nn::Sequential model(nn::Linear(4, 3));
+  model->eval();
   quant::quantize_dynamic(*model);
   ExpectError([&] { jit::trace(*model, randn({2, 4})); }, {"DynamicQuantizedLinear", "cannot be traced"});
 }

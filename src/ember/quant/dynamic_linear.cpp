@@ -47,8 +47,9 @@ DynamicQuantizedLinearImpl::DynamicQuantizedLinearImpl(int64_t in_features, int6
 }
 
 // The zero-point correction needs each row's sum of codes; it is recomputed when the
-// weights change (load_state_dict copies into them and bumps their version).
-void DynamicQuantizedLinearImpl::refresh_if_changed() {
+// weights change (load_state_dict copies into them and bumps their version). Callers on
+// other threads keep the sums they took until they are done with them.
+std::shared_ptr<const std::vector<int32_t>> DynamicQuantizedLinearImpl::row_sums() {
   const int64_t N = out_features_, K = in_features_;
   EMBER_CHECK(qweight.defined() && qweight.dtype() == kInt8 && qweight.dim() == 2 && qweight.size(0) == N &&
                   qweight.size(1) == K && qweight.is_contiguous(),
@@ -64,17 +65,20 @@ void DynamicQuantizedLinearImpl::refresh_if_changed() {
                                   bias.is_contiguous()),
               kOp, " bias must be a contiguous float32 tensor of sizes [", N, "], got ",
               bias.defined() ? ::ember::detail::str_cat(bias.dtype(), " ", bias.sizes()) : std::string());
+  std::lock_guard<std::mutex> lock(mu_);
   const void* data = qweight.data_ptr();
-  if (data == seen_data_ && qweight._version() == seen_version_ && static_cast<int64_t>(row_sums_.size()) == N) return;
-  row_sums_.assign(static_cast<size_t>(N), 0);
+  if (row_sums_ && data == seen_data_ && qweight._version() == seen_version_) return row_sums_;
+  auto sums = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(N), 0);
   const int8_t* q = qweight.data_ptr<int8_t>();
   for (int64_t n = 0; n < N; ++n) {
     int32_t s = 0;
     for (int64_t k = 0; k < K; ++k) s += q[n * K + k];
-    row_sums_[static_cast<size_t>(n)] = s;
+    (*sums)[static_cast<size_t>(n)] = s;
   }
+  row_sums_ = std::move(sums);
   seen_data_ = data;
   seen_version_ = qweight._version();
+  return row_sums_;
 }
 
 Tensor DynamicQuantizedLinearImpl::forward(const Tensor& input) {
@@ -86,7 +90,7 @@ Tensor DynamicQuantizedLinearImpl::forward(const Tensor& input) {
               " does not end in in_features=", K, " (expected [..., ", K, "])");
   EMBER_CHECK(jit::detail::tl_recorder == nullptr, kOp,
               " cannot be traced yet: jit::trace the float model, or run the quantized one eagerly");
-  refresh_if_changed();
+  const std::shared_ptr<const std::vector<int32_t>> sums = row_sums();
 
   std::vector<int64_t> out_sizes = input.sizes().vec();
   out_sizes.back() = N;
@@ -147,7 +151,7 @@ Tensor DynamicQuantizedLinearImpl::forward(const Tensor& input) {
   std::vector<int32_t> corr(static_cast<size_t>(N));
   for (int64_t n = 0; n < N; ++n) {
     col_scale[static_cast<size_t>(n)] = sx * ws[n];
-    corr[static_cast<size_t>(n)] = zp * row_sums_[static_cast<size_t>(n)];
+    corr[static_cast<size_t>(n)] = zp * (*sums)[static_cast<size_t>(n)];
   }
   const float* cs = col_scale.data();
   const int32_t* cr = corr.data();

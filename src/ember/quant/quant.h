@@ -21,6 +21,8 @@
 // traced by jit::trace yet (trace the float model).
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -83,9 +85,11 @@ class DynamicQuantizedLinearImpl : public nn::Module {
   Tensor qweight, scales, bias;
 
  private:
-  void refresh_if_changed();
+  // sum_k qweight[n, k] (for the zero-point correction), recomputed when the weights change.
+  std::shared_ptr<const std::vector<int32_t>> row_sums();
   int64_t in_features_ = 0, out_features_ = 0;
-  std::vector<int32_t> row_sums_;  // sum_k qweight[n, k], for the zero-point correction
+  std::mutex mu_;  // guards the three below: forward may run on several threads at once
+  std::shared_ptr<const std::vector<int32_t>> row_sums_;
   uint32_t seen_version_ = UINT32_MAX;
   const void* seen_data_ = nullptr;
 };

@@ -32,13 +32,18 @@ struct Plan {
 };
 
 // Primitives by (M, N, K). Creating one costs tens of microseconds; a model sees few shapes.
-const Plan& plan_for(int64_t M, int64_t N, int64_t K) {
+// A server with many batch sizes could see many, so the cache starts over past kMaxPlans
+// (plans in use stay alive through their shared_ptr).
+constexpr size_t kMaxPlans = 256;
+
+std::shared_ptr<const Plan> plan_for(int64_t M, int64_t N, int64_t K) {
   static std::mutex mu;
-  static std::map<std::array<int64_t, 3>, std::unique_ptr<Plan>> cache;
+  static std::map<std::array<int64_t, 3>, std::shared_ptr<const Plan>> cache;
   std::lock_guard<std::mutex> lock(mu);
+  if (cache.size() >= kMaxPlans && cache.find({M, N, K}) == cache.end()) cache.clear();
   auto& slot = cache[{M, N, K}];
   if (!slot) {
-    auto p = std::make_unique<Plan>();
+    auto p = std::make_shared<Plan>();
     p->a = memory::desc({M, K}, DT::u8, Tag::ab);
     p->b = memory::desc({K, N}, DT::s8, Tag::ba);  // b^T: [K, N] read from b's [N, K] rows
     p->c = memory::desc({M, N}, DT::s32, Tag::ab);
@@ -46,7 +51,7 @@ const Plan& plan_for(int64_t M, int64_t N, int64_t K) {
     p->prim = dnnl::matmul(pd);
     slot = std::move(p);
   }
-  return *slot;
+  return slot;
 }
 
 }  // namespace
@@ -59,7 +64,8 @@ void gemm_u8s8s32(int64_t M, int64_t N, int64_t K, const uint8_t* a, const int8_
     parallel_for(0, N, grain, [&](int64_t n0, int64_t n1) { qgemv_u8s8s32(M, n0, n1, N, K, a, b, c); });
     return;
   }
-  const Plan& p = plan_for(M, N, K);
+  const std::shared_ptr<const Plan> plan = plan_for(M, N, K);
+  const Plan& p = *plan;
   dnnl::stream stream(cpu_engine());
   memory am(p.a, cpu_engine(), const_cast<uint8_t*>(a));
   memory bm(p.b, cpu_engine(), const_cast<int8_t*>(b));
