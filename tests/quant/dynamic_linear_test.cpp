@@ -142,8 +142,9 @@ TEST(DynamicQuantizedLinear, NonContiguousInput) {
 }
 
 TEST(DynamicQuantizedLinear, ExtremeCodesDoNotSaturate) {
-  // Every activation code 127 (or 0) against weights of -128 and 127: the largest pair sums
-  // a 16-bit intermediate sees (Note [int8 GEMM]). Must still equal the int64 reference.
+  // Every activation code 127 against weight codes of -127 and 127 (a row's largest |w| maps
+  // to 127.49999, so +-127): pair sums of +-32258, close to the int16 limit a vpmaddubsw
+  // intermediate has (Note [int8 GEMM]). Must still equal the int64 reference.
   const int64_t K = 1024;
   Tensor w = full({4, K}, -1.0);
   w[1].fill_(1.0);
@@ -154,6 +155,8 @@ TEST(DynamicQuantizedLinear, ExtremeCodesDoNotSaturate) {
     lin->bias.zero_();
   }
   quant::DynamicQuantizedLinear q(*lin);
+  EXPECT_EQ(q->qweight.to(kInt64).amin().item<int64_t>(), -127);
+  EXPECT_EQ(q->qweight.to(kInt64).amax().item<int64_t>(), 127);
   const Tensor x = full({3, K}, 5.0);
   ExpectNear(Floats(q(x)), Reference(*q, x));
   // Each output ~ +-5 * K with a small quantization error.
