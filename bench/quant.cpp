@@ -73,12 +73,18 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
     if (i + 1 >= argc) usage(argv[0]);
-    if (k == "--model") model = argv[++i];
-    else if (k == "--batch") batch = std::atoll(argv[++i]);
-    else if (k == "--mode") mode = argv[++i];
-    else if (k == "--reps") reps = std::atoi(argv[++i]);
-    else if (k == "--threads") threads = std::atoi(argv[++i]);
-    else usage(argv[0]);
+    if (k == "--model")
+      model = argv[++i];
+    else if (k == "--batch")
+      batch = std::atoll(argv[++i]);
+    else if (k == "--mode")
+      mode = argv[++i];
+    else if (k == "--reps")
+      reps = std::atoi(argv[++i]);
+    else if (k == "--threads")
+      threads = std::atoi(argv[++i]);
+    else
+      usage(argv[0]);
   }
   if ((model != "mlp" && model != "cnn") || (mode != "fp32" && mode != "int8") || batch < 1 || threads < 1) {
     usage(argv[0]);
@@ -115,8 +121,8 @@ int main(int argc, char** argv) {
       ms.push_back(ms_since(t0));
     }
     std::sort(ms.begin(), ms.end());
-    std::printf("summary: ms=%.6g min=%.6g max=%.6g reps=%d bytes=%lld\n", ms[ms.size() / 2], ms.front(), ms.back(),
-                n, static_cast<long long>(ember::quant::state_dict_bytes(*m)));
+    std::printf("summary: ms=%.6g min=%.6g max=%.6g reps=%d bytes=%lld\n", ms[ms.size() / 2], ms.front(), ms.back(), n,
+                static_cast<long long>(ember::quant::state_dict_bytes(*m)));
   } catch (const ember::Error& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

@@ -6,8 +6,6 @@
 #include <ember/quant/quant.h>
 #include <gtest/gtest.h>
 
-#include "test_util.h"
-
 #include <atomic>
 #include <cfloat>
 #include <cmath>
@@ -15,6 +13,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "test_util.h"
 
 namespace ember {
 // Named per file: test files are compiled in unity batches (Note [Build time]).
@@ -36,8 +36,7 @@ std::vector<float> Reference(const quant::DynamicQuantizedLinearImpl& q, const T
     hi = std::max(hi, v);
   }
   const quant::QParams qp = quant::choose_qparams(lo, hi, 0, 127);
-  const std::vector<int64_t> qx =
-      quant::quantize_per_tensor_uint8(x2d, qp, 0, 127).to(kInt64).to_vector<int64_t>();
+  const std::vector<int64_t> qx = quant::quantize_per_tensor_uint8(x2d, qp, 0, 127).to(kInt64).to_vector<int64_t>();
   const std::vector<int64_t> qw = q.qweight.to(kInt64).to_vector<int64_t>();
   const std::vector<float> ws = Floats(q.scales);
   const std::vector<float> b = q.bias.defined() ? Floats(q.bias) : std::vector<float>(N, 0.0f);
@@ -245,8 +244,11 @@ TEST(DynamicQuantizedLinear, Errors) {
   nn::Linear lin(8, 3);
   quant::DynamicQuantizedLinear q(*lin);
   ExpectError([&] { q(randn({2, 7})); }, {"[DynamicQuantizedLinear]", "[2, 7]", "in_features=8", "[..., 8]"});
-  ExpectError([&] { q(randn({2, 8}, TensorOptions(kFloat64))); },
-              {"[DynamicQuantizedLinear]", "float32", "float64", ".to(ember::kFloat32)"});
+  ExpectError(
+      [&] {
+        q(randn({2, 8}, TensorOptions(kFloat64)));
+      },
+      {"[DynamicQuantizedLinear]", "float32", "float64", ".to(ember::kFloat32)"});
   ExpectError([&] { q(Tensor()); }, {"[DynamicQuantizedLinear]", "undefined"});
   Tensor bad = randn({2, 8});
   bad[0][3].fill_(NAN);
@@ -316,8 +318,11 @@ TEST(QuantizeDynamic, Errors) {
               {"[quant::quantize_dynamic]", "itself is a Linear", "DynamicQuantizedLinear(*linear)"});
   nn::Sequential with_lstm(nn::Linear(4, 4));
   with_lstm->push_back(nn::LSTM(4, 4));
-  ExpectError([&] { quant::quantize_dynamic(*with_lstm, {quant::ModuleKind::Linear, quant::ModuleKind::LSTM}); },
-              {"[quant::quantize_dynamic]", "'1' is an LSTM", "{quant::ModuleKind::Linear}"});
+  ExpectError(
+      [&] {
+        quant::quantize_dynamic(*with_lstm, {quant::ModuleKind::Linear, quant::ModuleKind::LSTM});
+      },
+      {"[quant::quantize_dynamic]", "'1' is an LSTM", "{quant::ModuleKind::Linear}"});
   // Nothing was replaced by the refused call.
   EXPECT_EQ((*with_lstm)[0]->name(), "Linear");
   // Only Linear asked: the LSTM stays as it is.
@@ -341,7 +346,8 @@ TEST(QuantizeDynamic, StateDictSaveLoadAndSize) {
   const int64_t fp32_bytes = quant::state_dict_bytes(*model);
   quant::quantize_dynamic(*model);
   const auto sd = model->state_dict();
-  EXPECT_EQ(sd.keys(), (std::vector<std::string>{"0.qweight", "0.scales", "0.bias", "2.qweight", "2.scales", "2.bias"}));
+  EXPECT_EQ(sd.keys(),
+            (std::vector<std::string>{"0.qweight", "0.scales", "0.bias", "2.qweight", "2.scales", "2.bias"}));
   EXPECT_EQ(sd["0.qweight"].dtype(), kInt8);
   EXPECT_EQ(sd["0.scales"].dtype(), kFloat32);
   save(sd, int8_path);

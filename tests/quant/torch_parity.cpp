@@ -5,11 +5,10 @@
 // every other it has (Debian's 1.13: onednn and qnnpack; no fbgemm).
 
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <torch/torch.h>
-
 #include <ember/ember.h>
 #include <ember/quant/quant.h>
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include <cfloat>
 #include <cstdio>
@@ -87,8 +86,9 @@ TEST(QuantParity, LinearDynamicMatchesTorch) {
         EXPECT_LE((got - fp).abs().max().item<double>(), 3 * qerr + 1e-6) << name << " batch " << c.batch;
         continue;
       }
-      EXPECT_LE(diff, 1e-5 * range + 1e-6) << name << " batch " << c.batch << " " << c.in << "->" << c.out << ": ember vs "
-                                    << "torch " << diff << ", torch vs float " << qerr;
+      EXPECT_LE(diff, 1e-5 * range + 1e-6)
+          << name << " batch " << c.batch << " " << c.in << "->" << c.out << ": ember vs "
+          << "torch " << diff << ", torch vs float " << qerr;
       EXPECT_LT(diff, 0.25 * qerr + 1e-6) << name << " batch " << c.batch;
       std::printf("%s batch %lld %lld->%lld: max |ember - torch| %.3g, max |torch - float| %.3g\n", name.c_str(),
                   static_cast<long long>(c.batch), static_cast<long long>(c.in), static_cast<long long>(c.out), diff,

@@ -51,20 +51,22 @@ DynamicQuantizedLinearImpl::DynamicQuantizedLinearImpl(int64_t in_features, int6
 // other threads keep the sums they took until they are done with them.
 std::shared_ptr<const std::vector<int32_t>> DynamicQuantizedLinearImpl::row_sums() {
   const int64_t N = out_features_, K = in_features_;
-  EMBER_CHECK(qweight.defined() && qweight.dtype() == kInt8 && qweight.dim() == 2 && qweight.size(0) == N &&
-                  qweight.size(1) == K && qweight.is_contiguous(),
-              kOp, " qweight must be a contiguous int8 tensor of sizes [", N, ", ", K, "], got ",
-              qweight.defined() ? ::ember::detail::str_cat(qweight.dtype(), " ", qweight.sizes()) : std::string("undefined"),
-              "; load weights with load_state_dict, or quantize a Linear with quant::quantize_dynamic");
-  EMBER_CHECK(scales.defined() && scales.dtype() == kFloat32 && scales.dim() == 1 && scales.size(0) == N &&
-                  scales.is_contiguous(),
-              kOp, " scales must be a contiguous float32 tensor of sizes [", N, "], got ",
-              scales.defined() ? ::ember::detail::str_cat(scales.dtype(), " ", scales.sizes()) : std::string("undefined"),
-              " (Module::to(dtype) converts it; quantized modules stay float32)");
-  EMBER_CHECK(!bias.defined() || (bias.dtype() == kFloat32 && bias.dim() == 1 && bias.size(0) == N &&
-                                  bias.is_contiguous()),
-              kOp, " bias must be a contiguous float32 tensor of sizes [", N, "], got ",
-              bias.defined() ? ::ember::detail::str_cat(bias.dtype(), " ", bias.sizes()) : std::string());
+  EMBER_CHECK(
+      qweight.defined() && qweight.dtype() == kInt8 && qweight.dim() == 2 && qweight.size(0) == N &&
+          qweight.size(1) == K && qweight.is_contiguous(),
+      kOp, " qweight must be a contiguous int8 tensor of sizes [", N, ", ", K, "], got ",
+      qweight.defined() ? ::ember::detail::str_cat(qweight.dtype(), " ", qweight.sizes()) : std::string("undefined"),
+      "; load weights with load_state_dict, or quantize a Linear with quant::quantize_dynamic");
+  EMBER_CHECK(
+      scales.defined() && scales.dtype() == kFloat32 && scales.dim() == 1 && scales.size(0) == N &&
+          scales.is_contiguous(),
+      kOp, " scales must be a contiguous float32 tensor of sizes [", N, "], got ",
+      scales.defined() ? ::ember::detail::str_cat(scales.dtype(), " ", scales.sizes()) : std::string("undefined"),
+      " (Module::to(dtype) converts it; quantized modules stay float32)");
+  EMBER_CHECK(
+      !bias.defined() || (bias.dtype() == kFloat32 && bias.dim() == 1 && bias.size(0) == N && bias.is_contiguous()),
+      kOp, " bias must be a contiguous float32 tensor of sizes [", N, "], got ",
+      bias.defined() ? ::ember::detail::str_cat(bias.dtype(), " ", bias.sizes()) : std::string());
   std::lock_guard<std::mutex> lock(mu_);
   const void* data = qweight.data_ptr();
   if (row_sums_ && data == seen_data_ && qweight._version() == seen_version_) return row_sums_;

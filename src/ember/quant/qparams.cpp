@@ -7,9 +7,9 @@
 #include <cstring>
 
 #include "ember/core/check.h"
+#include "ember/kernels/cpu/qgemm.h"
 #include "ember/ops/creation.h"
 #include "ember/quant/quant.h"
-#include "ember/kernels/cpu/qgemm.h"
 
 namespace ember::quant {
 
@@ -36,7 +36,8 @@ QParams choose_qparams(float lo, float hi, int32_t qmin, int32_t qmax) {
 PerChannelWeight quantize_weight_per_channel(const Tensor& weight) {
   EMBER_CHECK(weight.defined() && weight.dim() == 2 && is_floating_point(weight.dtype()),
               "[quant::quantize_weight_per_channel] expects a floating-point [out_features, in_features] weight, got ",
-              weight.defined() ? ::ember::detail::str_cat(weight.dtype(), " of sizes ", weight.sizes()) : std::string("undefined"));
+              weight.defined() ? ::ember::detail::str_cat(weight.dtype(), " of sizes ", weight.sizes())
+                               : std::string("undefined"));
   const Tensor w = weight.detach().to(kFloat32).contiguous();
   const int64_t N = w.size(0), K = w.size(1);
   PerChannelWeight out{empty({N, K}, TensorOptions(kInt8)), empty({N}, TensorOptions(kFloat32))};
@@ -60,12 +61,11 @@ PerChannelWeight quantize_weight_per_channel(const Tensor& weight) {
   return out;
 }
 
-
 Tensor quantize_per_tensor_uint8(const Tensor& x, QParams q, int32_t qmin, int32_t qmax) {
   EMBER_CHECK(x.defined() && x.dtype() == kFloat32, "[quant::quantize_per_tensor_uint8] expects a float32 tensor, got ",
               x.defined() ? ::ember::detail::str_cat(x.dtype()) : std::string("undefined"));
-  EMBER_CHECK(0 <= qmin && qmin < qmax && qmax <= 255, "[quant::quantize_per_tensor_uint8] [qmin, qmax] = [", qmin, ", ",
-              qmax, "] must lie within [0, 255]");
+  EMBER_CHECK(0 <= qmin && qmin < qmax && qmax <= 255, "[quant::quantize_per_tensor_uint8] [qmin, qmax] = [", qmin,
+              ", ", qmax, "] must lie within [0, 255]");
   EMBER_CHECK(q.scale > 0 && std::isfinite(q.scale), "[quant::quantize_per_tensor_uint8] scale must be positive, got ",
               q.scale);
   const Tensor c = x.detach().contiguous();

@@ -108,8 +108,7 @@ class DynamicQuantizedLinear : public nn::ModuleHolder<DynamicQuantizedLinearImp
 // that calls a child through its own holder member (`fc1(x)`) keeps calling the float one —
 // a warning names each such child. The model itself cannot be a Linear (quantize its parent,
 // or construct DynamicQuantizedLinear from it directly).
-std::vector<std::string> quantize_dynamic(nn::Module& model,
-                                          const std::set<ModuleKind>& kinds = {ModuleKind::Linear},
+std::vector<std::string> quantize_dynamic(nn::Module& model, const std::set<ModuleKind>& kinds = {ModuleKind::Linear},
                                           DType dtype = kInt8);
 
 // Bytes the model's state_dict holds (what a checkpoint of it stores, headers aside).

@@ -3,15 +3,14 @@
 
 #include "ember/kernels/cpu/qgemm.h"
 
-#include "ember/core/parallel.h"
-
-#include <dnnl.hpp>
-
 #include <algorithm>
 #include <array>
+#include <dnnl.hpp>
 #include <map>
 #include <memory>
 #include <mutex>
+
+#include "ember/core/parallel.h"
 
 namespace ember::kernels::cpu {
 

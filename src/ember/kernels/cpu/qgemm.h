@@ -26,8 +26,7 @@ void gemm_u8s8s32(int64_t M, int64_t N, int64_t K, const uint8_t* a, const int8_
 // The smallest and largest of x[0..n) (0, 0 when n is 0); *has_nan tells whether any is NaN.
 void qminmax(const float* x, int64_t n, float* lo, float* hi, bool* has_nan);
 // out[i] = clamp(round_half_even(x[i] * inv_scale) + zero_point, qmin, qmax).
-void qquantize_u8(const float* x, int64_t n, float inv_scale, float zero_point, float qmin, float qmax,
-                  uint8_t* out);
+void qquantize_u8(const float* x, int64_t n, float inv_scale, float zero_point, float qmin, float qmax, uint8_t* out);
 // Rows [r0, r1) of y (row-major [*, N]), which holds int32 sums on entry:
 // y[m, n] = float(acc[m, n] - corr[n]) * scale[n] (+ bias[n] when bias is not null).
 void qdequantize_rows(float* y, int64_t r0, int64_t r1, int64_t N, const int32_t* corr, const float* scale,

@@ -67,8 +67,7 @@ void qminmax(const float* x, int64_t n, float* lo_out, float* hi_out, bool* has_
   *has_nan = nan;
 }
 
-void qquantize_u8(const float* x, int64_t n, float inv_scale, float zero_point, float qmin, float qmax,
-                  uint8_t* out) {
+void qquantize_u8(const float* x, int64_t n, float inv_scale, float zero_point, float qmin, float qmax, uint8_t* out) {
   int64_t i = 0;
 #if defined(__AVX2__)
   const __m256 vinv = _mm256_set1_ps(inv_scale), vzp = _mm256_set1_ps(zero_point);
