@@ -40,3 +40,4 @@
 #include "ember/jit/artifact.h"
 #include "ember/jit/compile.h"
 #include "ember/onnx/export.h"
+#include "ember/quant/quant.h"

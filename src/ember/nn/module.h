@@ -79,8 +79,9 @@ class Module : public std::enable_shared_from_this<Module> {
     register_module_impl(name, holder.ptr());
     return holder;
   }
-  // Replaces a registered submodule (same name).
-  void replace_module(const std::string& name, std::shared_ptr<Module> module);
+  // Replaces a registered submodule (same name). Containers override it to keep their
+  // own ordered lists in step (Sequential runs the new module in the old one's place).
+  virtual void replace_module(const std::string& name, std::shared_ptr<Module> module);
 
   // ---- traversal ----
   std::vector<Tensor> parameters(bool recurse = true) const;

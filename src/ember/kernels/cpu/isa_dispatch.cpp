@@ -7,6 +7,7 @@
 #include "ember/kernels/cpu/optim.h"
 #include "ember/kernels/cpu/pointwise.h"
 #include "ember/kernels/cpu/pool.h"
+#include "ember/kernels/cpu/qgemm.h"
 #include "ember/kernels/cpu/reduce.h"
 
 namespace ember::kernels::cpu {
@@ -54,6 +55,20 @@ EMBER_ISA_DISPATCH(lerp, (const Tensor& out, const Tensor& start, const Tensor& 
 EMBER_ISA_DISPATCH(isclose,
                    (const Tensor& out, const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan),
                    (out, a, b, rtol, atol, equal_nan))
+
+// qgemm.h (quant.cpp)
+EMBER_ISA_DISPATCH(qminmax, (const float* x, int64_t n, float* lo, float* hi, bool* has_nan), (x, n, lo, hi, has_nan))
+EMBER_ISA_DISPATCH(qquantize_u8,
+                   (const float* x, int64_t n, float inv_scale, float zero_point, float qmin, float qmax, uint8_t* out),
+                   (x, n, inv_scale, zero_point, qmin, qmax, out))
+EMBER_ISA_DISPATCH(qdequantize_rows,
+                   (float* y, int64_t r0, int64_t r1, int64_t N, const int32_t* corr, const float* scale,
+                    const float* bias),
+                   (y, r0, r1, N, corr, scale, bias))
+EMBER_ISA_DISPATCH(qgemv_u8s8s32,
+                   (int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const uint8_t* a, const int8_t* b,
+                    int32_t* c),
+                   (M, n0, n1, N, K, a, b, c))
 
 // reduce.h (reduce.cpp)
 EMBER_ISA_DISPATCH(reduce, (ReduceOp op, const Tensor& out, const Tensor& in, ReduceShape s, double p),

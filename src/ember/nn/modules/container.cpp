@@ -24,6 +24,27 @@ Tensor SequentialImpl::forward(const Tensor& input) {
   return x;
 }
 
+namespace {
+
+// Swaps the child `name` in a container's ordered list as well as in its registry.
+void replace_in_list(Module& self, std::vector<std::shared_ptr<Module>>& list, const std::string& name,
+                     const std::shared_ptr<Module>& module) {
+  const auto named = self.named_children();
+  const std::shared_ptr<Module>* old = named.find(name);
+  EMBER_CHECK(old != nullptr, "[nn.Module] replace_module: no submodule '", name, "' in ", self.name());
+  EMBER_CHECK(module != nullptr, "[nn.Module] replace_module('", name, "') got an empty module");
+  for (auto& m : list) {
+    if (m == *old) m = module;
+  }
+}
+
+}  // namespace
+
+void SequentialImpl::replace_module(const std::string& name, std::shared_ptr<Module> module) {
+  replace_in_list(*this, modules_, name, module);
+  Module::replace_module(name, std::move(module));
+}
+
 std::shared_ptr<Module> SequentialImpl::operator[](size_t i) const {
   EMBER_CHECK(i < modules_.size(), "[nn.Sequential] index ", i, " is out of range for a Sequential of ",
               modules_.size(), " modules");
@@ -41,6 +62,11 @@ std::shared_ptr<Module> SequentialImpl::clone() const {
 void ModuleListImpl::push_back(std::shared_ptr<Module> module) {
   register_module(std::to_string(modules_.size()), module);
   modules_.push_back(std::move(module));
+}
+
+void ModuleListImpl::replace_module(const std::string& name, std::shared_ptr<Module> module) {
+  replace_in_list(*this, modules_, name, module);
+  Module::replace_module(name, std::move(module));
 }
 
 std::shared_ptr<Module> ModuleListImpl::operator[](size_t i) const {

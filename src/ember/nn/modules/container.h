@@ -31,6 +31,7 @@ class SequentialImpl : public Module {
   void push_back(const std::string& name, std::shared_ptr<Module> module);
 
   Tensor forward(const Tensor& input) override;
+  void replace_module(const std::string& name, std::shared_ptr<Module> module) override;
   size_t size() const { return modules_.size(); }
   bool is_empty() const { return modules_.empty(); }
   std::shared_ptr<Module> operator[](size_t i) const;
@@ -63,6 +64,7 @@ class ModuleListImpl : public Module {
     push_back(std::static_pointer_cast<Module>(holder.ptr()));
   }
   void push_back(std::shared_ptr<Module> module);
+  void replace_module(const std::string& name, std::shared_ptr<Module> module) override;
   size_t size() const { return modules_.size(); }
   bool is_empty() const { return modules_.empty(); }
   std::shared_ptr<Module> operator[](size_t i) const;

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""bench/quant.py: dynamic int8 quantization, ember against PyTorch 1.13 (issue 15; `make bench-quant`).
+
+For the MLP 784-512-256-10 (and, with --only cnn, the Fashion-MNIST CNN, whose Linear layers
+alone are quantized) at batch 1 and 64, it times
+  ember:  float32 and quant::quantize_dynamic int8 (build/bench/bench_quant, bench/quant.cpp),
+  torch:  float32 and torch.quantization.quantize_dynamic int8 with per-channel weights, on each
+          quantized engine this PyTorch build has (bench/quant_torch.py; Debian's 1.13 has onednn
+          and qnnpack, no fbgemm),
+each in a process of its own, interleaved over --rounds rounds (the order alternates; Note [Each
+library in its own process] in bench/README.md). A time is the median over rounds of each
+process's median call; ±% is half the range of the round values around it.
+
+The bars (issue 15): ember int8 >= 2x ember fp32 at batch 64, and ember int8 faster than
+PyTorch's int8 (its fastest engine) on the same model. The exit status is 0 whatever the bars
+say (this is a report) and 1 when a process fails (its output check included).
+
+  /usr/bin/python3 bench/quant.py [--build build] [--rounds 5] [--threads 2] [--only mlp]
+                                  [--batch 1] [--json build/bench/quant.json]
+"""
+import argparse
+import datetime
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from run import PYTHON, cpu_model, git_commit, run_summary, spread  # noqa: E402
+
+MODELS = ["mlp", "cnn"]
+MODEL_NAMES = {"mlp": "MLP 784-512-256-10", "cnn": "Fashion-MNIST CNN (Linear layers int8)"}
+
+
+def torch_engines():
+    out = subprocess.run([PYTHON, "-c", "import torch; print(' '.join(torch.backends.quantized.supported_engines))"],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.split()
+    return [e for e in ("fbgemm", "onednn", "qnnpack") if e in out]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--build", default=os.path.join(os.path.dirname(HERE), "build"))
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--only", action="append", default=[], choices=MODELS, help="models to run (default: mlp)")
+    p.add_argument("--batch", action="append", type=int, default=[], help="batch sizes (default 1 and 64)")
+    p.add_argument("--json", default=None)
+    args = p.parse_args()
+    args.build = os.path.abspath(args.build)
+    json_path = args.json or os.path.join(args.build, "bench", "quant.json")
+    exe = os.path.join(args.build, "bench", "bench_quant")
+    if not os.path.exists(exe):
+        sys.exit(f"{exe} is missing: cmake --build {args.build} --target bench_quant")
+    models = args.only or ["mlp"]
+    batches = args.batch or [1, 64]
+    engines = torch_engines()
+    env = dict(os.environ, GLOG_minloglevel="2")  # qnnpack logs a warning on every call
+
+    print(f"bench/quant.py: {cpu_model()}, {os.cpu_count()} CPUs, {args.threads} threads, {args.rounds} rounds, "
+          f"torch quantized engines: {', '.join(engines)}; each library and mode in its own process", flush=True)
+    rows, failures = [], 0
+    for model in models:
+        for batch in batches:
+            print(f"{MODEL_NAMES[model]}, batch {batch}", flush=True)
+            common = ["--model", model, "--batch", str(batch), "--threads", str(args.threads)]
+            cmds = {("ember", "fp32"): [exe] + common + ["--mode", "fp32"],
+                    ("ember", "int8"): [exe] + common + ["--mode", "int8"],
+                    ("torch", "fp32"): [PYTHON, os.path.join(HERE, "quant_torch.py")] + common + ["--mode", "fp32"]}
+            for e in engines:
+                cmds[("torch", "int8 " + e)] = [PYTHON, os.path.join(HERE, "quant_torch.py")] + common + [
+                    "--mode", "int8", "--engine", e]
+            keys = list(cmds)
+            times = {k: [] for k in keys}
+            size = {}
+            failed = False
+            for r in range(args.rounds):
+                ember_keys = [k for k in keys if k[0] == "ember"]
+                torch_keys = [k for k in keys if k[0] == "torch"]
+                order = ember_keys + torch_keys if r % 2 == 0 else torch_keys + ember_keys
+                for k in order:
+                    try:
+                        s, _ = run_summary(cmds[k], env=env)
+                    except RuntimeError as e:
+                        print(f"  {e}", flush=True)
+                        failed = True
+                        break
+                    times[k].append(s["ms"])
+                    size[k] = s.get("bytes")
+                if failed:
+                    break
+            if failed:
+                failures += 1
+                continue
+            row = {"model": model, "batch": batch, "rounds": args.rounds, "threads": args.threads}
+            for k in keys:
+                print(f"  $ {shlex.join(cmds[k])}")
+                print(f"    {k[0]} {k[1]} ms per round: " + ", ".join(f"{v:.4g}" for v in times[k]))
+                med = statistics.median(times[k])
+                row[f"{k[0]} {k[1]}"] = {"ms": med, "spread_pct": spread(times[k], med), "rounds_ms": times[k],
+                                         "state_dict_bytes": size[k]}
+            e8, e32 = row["ember int8"]["ms"], row["ember fp32"]["ms"]
+            t8 = min(row[f"torch int8 {e}"]["ms"] for e in engines) if engines else None
+            row["ember_int8_speedup"] = e32 / e8
+            row["ember_int8_over_torch_int8"] = e8 / t8 if t8 else None
+            rows.append(row)
+            print(f"  ember int8 speed-up over fp32 {row['ember_int8_speedup']:.2f}x, ember int8 / best torch int8 "
+                  f"{row['ember_int8_over_torch_int8']:.2f}\n", flush=True)
+
+    if rows:
+        cols = ["ember fp32", "ember int8", "torch fp32"] + [f"torch int8 {e}" for e in engines]
+        print("| model | batch | " + " | ".join(f"{c} ms" for c in cols) +
+              " | ember int8 speed-up | ember int8 / best torch int8 | bars |")
+        print("| --- | ---: | " + " | ".join("---:" for _ in cols) + " | ---: | ---: | --- |")
+        for row in rows:
+            bars = []
+            if row["batch"] >= 64:
+                bars.append("2x " + ("PASS" if row["ember_int8_speedup"] >= 2.0 else "FAIL"))
+            if row["ember_int8_over_torch_int8"] is not None:
+                bars.append("vs torch " + ("PASS" if row["ember_int8_over_torch_int8"] < 1.0 else "FAIL"))
+            row["bars"] = ", ".join(bars)
+            cells = " | ".join(f"{row[c]['ms']:.4g} ±{row[c]['spread_pct']:.0f}%" for c in cols)
+            print(f"| {row['model']} | {row['batch']} | {cells} | **{row['ember_int8_speedup']:.2f}x** | "
+                  f"**{row['ember_int8_over_torch_int8']:.2f}** | {row['bars']} |")
+        print("\nstate_dict bytes (ember: tensors' bytes; torch: torch.save of the state_dict):")
+        for model in models:
+            r = next(x for x in rows if x["model"] == model)
+            e32, e8 = r["ember fp32"]["state_dict_bytes"], r["ember int8"]["state_dict_bytes"]
+            line = f"  {model}: ember fp32 {e32:.0f}, int8 {e8:.0f} ({e32 / e8:.2f}x smaller)"
+            if engines:
+                t32, t8 = r["torch fp32"]["state_dict_bytes"], r[f"torch int8 {engines[0]}"]["state_dict_bytes"]
+                line += f"; torch fp32 {t32:.0f}, int8 {t8:.0f} ({t32 / t8:.2f}x smaller)"
+            print(line)
+        os.makedirs(os.path.dirname(json_path), exist_ok=True)
+        with open(json_path, "w") as f:
+            json.dump({"date": datetime.datetime.now().isoformat(timespec="seconds"), "commit": git_commit(),
+                       "cpu": cpu_model(), "cpus": os.cpu_count(), "threads": args.threads, "rounds": args.rounds,
+                       "torch_engines": engines, "rows": rows}, f, indent=1)
+        print(f"wrote {json_path}")
+    if failures:
+        print(f"{failures} case(s) failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
