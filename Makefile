@@ -13,6 +13,7 @@
 #                   FastAPI + uvicorn + torch server of the same CNN (BENCH_FLAGS="--soak 1000000")
 #   make bench-quant  dynamic int8 against float32 in ember and PyTorch (quantize_dynamic), MLP at
 #                   batch 1 and 64 (BENCH_FLAGS="--only cnn --rounds 7", see bench/quant.py)
+#   make bench-profiler  profiler overhead on the training step: ember::profiler against torch.profiler
 #   make sanitize   build with -fsanitize=address,undefined in build-asan/ and run the tests
 #   make fuzz       the op fuzzer under ASan+UBSan for FUZZ_SECONDS (default 3600), seed FUZZ_SEED
 #
@@ -29,7 +30,7 @@ CTEST_FLAGS ?= --output-on-failure --timeout 900
 
 CONFIGURE = cmake -S . -DCMAKE_BUILD_TYPE=Release -DEMBER_NATIVE=$(NATIVE) -DEMBER_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
-.PHONY: all setup build test demo bench bench-train bench-infer bench-serve bench-quant sanitize fuzz clean
+.PHONY: all setup build test demo bench bench-train bench-infer bench-serve bench-quant bench-profiler sanitize fuzz clean
 
 all: build
 
@@ -64,6 +65,10 @@ bench-serve: build
 bench-quant: build
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench_quant
 	@/usr/bin/python3 bench/quant.py --build $(BUILD_DIR) $(BENCH_FLAGS)
+
+bench-profiler: build
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench_profiler
+	@/usr/bin/python3 bench/profiler.py --build $(BUILD_DIR) $(BENCH_FLAGS)
 
 sanitize: setup
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=address,undefined \

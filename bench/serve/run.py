@@ -149,6 +149,16 @@ def quantile(buckets, q):
     return prev_le
 
 
+def scalar(text, name):
+    """The sum of a metric's samples over all label sets."""
+    total = 0.0
+    for line in text.splitlines():
+        m = re.match(r'^%s(\{[^}]*\})? (\S+)$' % re.escape(name), line)
+        if m:
+            total += float(m.group(2))
+    return total
+
+
 def resident(text):
     m = re.search(r"^ember_process_resident_memory_bytes (\S+)$", text, re.M)
     return float(m.group(1)) if m else 0.0
@@ -172,6 +182,7 @@ def main():
     levels = [int(x) for x in args.levels.split(",")]
     servers = args.only.split(",")
     runs = {s: {c: [] for c in levels} for s in servers}
+    compute = {s: [] for s in servers}  # model seconds per sample, from the server's histograms
     print("machine: %d cores shared by wrk and the server under test; request: one 28x28 image as KServe v2 JSON"
           % os.cpu_count())
     for rnd in range(args.rounds):
@@ -181,6 +192,10 @@ def main():
                 wrk(srv.url(), body, 8, 2)  # warm-up
                 for c in levels:
                     runs[name][c].append(wrk(srv.url(), body, c, args.duration))
+                if name.startswith("ember"):
+                    text = srv.metrics()
+                    compute[name].append(scalar(text, "ember_inference_duration_seconds_sum") /
+                                         max(scalar(text, "ember_batch_size_sum"), 1))
             finally:
                 srv.stop()
             print("round %d: %s done" % (rnd + 1, name), file=sys.stderr)
@@ -207,7 +222,13 @@ def main():
         rps, c = best.get(name, (0, 0))
         ratio = "%.1fx" % (rps / base) if base else "-"
         print("| %s | %.0f | %d | %s |" % (name, rps, c, ratio))
-    result = {"runs": runs, "best": best}
+    for name in servers:
+        if compute[name]:
+            per = med(compute[name])
+            print("%s: the model alone takes %.0f us a sample (server histograms): %d cores of nothing but "
+                  "inference would answer %.0f req/s, the machine's limit for this model" %
+                  (name, per * 1e6, os.cpu_count(), os.cpu_count() / per))
+    result = {"runs": runs, "best": best, "compute_seconds_per_sample": compute}
     if "ember" in servers:
         # Overload: 10x the connections of the best level (at least 10x the queue's worth).
         c = min(1024, max(10 * best.get("ember", (0, 16))[1], 256))

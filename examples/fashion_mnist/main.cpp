@@ -4,7 +4,7 @@
 //   fashion_mnist [--epochs 2] [--batch-size 64] [--lr 1e-3] [--threads 2] [--seed 0]
 //                 [--workers 2] [--data DIR] [--out DIR] [--resume] [--limit N]
 //                 [--min-accuracy X] [--export model.ember] [--model cnn|mlp]
-//                 [--quantize dynamic]
+//                 [--quantize dynamic] [--profile trace.json]
 //
 // --model mlp trains a 784-512-256-10 MLP instead of the CNN. --quantize dynamic then
 // quantizes the trained model's Linear layers to int8 (quant::quantize_dynamic, docs/
@@ -13,11 +13,15 @@
 // --export traces the trained model (eval mode, dynamic batch), freezes it (batch norm and
 // constants folded, element-wise chains fused) and saves one artifact with the labels, the
 // input normalisation and a reference input profile; examples/infer runs it (docs/jit.md).
+// --profile trace.json profiles steps 10-14 of the first epoch (after 5 skipped and 3
+// warm-up steps: profiler::Schedule), prints the op table and writes a Chrome trace that
+// Perfetto or chrome://tracing opens (docs/profiler.md).
 // --min-accuracy makes the run fail (exit 3) when the final test accuracy is below X; the
 // smoke tests use it.
 // The last line is a machine-readable summary that bench/train_fashion_mnist.py reads.
 
 #include <ember/core/cpu_capability.h>
+#include <ember/profiler/profiler.h>
 #include <ember/ember.h>
 #include <ember/quant/quant.h>
 
@@ -51,6 +55,7 @@ struct Args {
   std::string export_path;
   std::string model = "cnn";
   std::string quantize;
+  std::string profile_path;
   bool resume = false;
 };
 
@@ -58,7 +63,7 @@ struct Args {
   std::fprintf(stderr,
                "%s: %s\nusage: %s [--epochs N] [--batch-size N] [--lr X] [--threads N] [--seed N] "
                "[--workers N] [--data DIR] [--out DIR] [--resume] [--limit N] [--min-accuracy X] [--export FILE] "
-               "[--model cnn|mlp] [--quantize dynamic]\n",
+               "[--model cnn|mlp] [--quantize dynamic] [--profile trace.json]\n",
                prog, problem.c_str(), prog);
   std::exit(2);
 }
@@ -86,6 +91,7 @@ Args parse(int argc, char** argv) {
       else if (k == "--export") a.export_path = value();
       else if (k == "--model") a.model = value();
       else if (k == "--quantize") a.quantize = value();
+      else if (k == "--profile") a.profile_path = value();
       else if (k == "--help" || k == "-h") usage(argv[0], "help");
       else usage(argv[0], "unknown option " + k);
     } catch (const std::logic_error&) {
@@ -308,17 +314,37 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     int64_t step = 0, epoch_samples = 0;
     double loss_sum = 0;
+    std::unique_ptr<ember::profiler::Profile> prof;
+    if (!args.profile_path.empty() && epoch == first_epoch) {
+      ember::profiler::ProfileOptions po;
+      po.record_shapes = true;
+      po.profile_memory = true;
+      po.schedule = {.skip_first = 5, .wait = 2, .warmup = 3, .active = 5, .repeat = 1};
+      prof = std::make_unique<ember::profiler::Profile>(po);
+    }
     for (data::Example& batch : loader) {
-      optimizer.zero_grad();
-      ember::Tensor loss = nn::functional::cross_entropy(model->forward(batch.data), batch.target);
-      loss.backward();
-      optimizer.step();
-      const double l = loss.item<double>();
-      loss_sum += l;
-      epoch_samples += batch.data.size(0);
-      bar.update(++step, {{"loss", l}});
+      {
+        EMBER_RECORD("train step");
+        optimizer.zero_grad();
+        ember::Tensor loss = nn::functional::cross_entropy(model->forward(batch.data), batch.target);
+        loss.backward();
+        optimizer.step();
+        const double l = loss.item<double>();
+        loss_sum += l;
+        epoch_samples += batch.data.size(0);
+        bar.update(++step, {{"loss", l}});
+      }
+      if (prof) prof->step();
     }
     bar.close();
+    if (prof) {
+      prof->stop();
+      std::printf("%s", prof->table("self_cpu_time_total", 15).c_str());
+      prof->export_chrome_trace(args.profile_path);
+      std::printf("profile: %zu events of 5 steps written to %s (open in https://ui.perfetto.dev or chrome://tracing)\n",
+                  prof->events().size(), args.profile_path.c_str());
+      prof.reset();
+    }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     train_seconds += seconds;
     trained_samples += epoch_samples;

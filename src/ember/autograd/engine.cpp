@@ -4,6 +4,7 @@
 // decreasing sequence number (later forward ops first, leaves' AccumulateGrad as soon
 // as they are ready), on the calling thread.
 
+#include <optional>
 #include <atomic>
 #include <cmath>
 #include <queue>
@@ -11,6 +12,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ember/profiler/record.h"
 #include "ember/autograd/autograd.h"
 #include "ember/autograd/autograd_meta.h"
 #include "ember/autograd/record.h"
@@ -214,6 +216,8 @@ class GraphTask {
 
   variable_list call(Node* node, bool accumulate, variable_list&& inputs) {
     variable_list outputs;
+    std::optional<profiler::RecordFunction> record;  // the backward node, in a profile
+    if (profiler::is_enabled()) record.emplace(node->name(), profiler::EventKind::Backward);
     {
       AutoGradMode mode(create_graph_);
       outputs = node->apply(std::move(inputs));

@@ -1,6 +1,7 @@
 #include "ember/core/op_scope.h"
 
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -13,41 +14,51 @@ constinit thread_local const char* tl_outermost_op = nullptr;
 }
 
 namespace {
+// Observers are added and removed rarely (a trace, a profile) and called on every op, on
+// every thread: notify_op reads an immutable list through one atomic pointer, with no
+// lock. add/remove publish a new list; the old ones are kept (a few bytes per change) so
+// a thread still walking one is never left with freed memory.
 std::mutex g_mutex;
-std::vector<std::pair<int, OpObserver>>& observers() {
-  static std::vector<std::pair<int, OpObserver>> list;
-  return list;
+std::vector<std::pair<int, OpObserver>> g_entries;  // guarded by g_mutex
+std::atomic<const std::vector<OpObserver>*> g_current{nullptr};
+std::vector<std::unique_ptr<const std::vector<OpObserver>>>& retired() {
+  static std::vector<std::unique_ptr<const std::vector<OpObserver>>> lists;
+  return lists;
 }
 int g_next_id = 1;
+
+void publish_locked() {
+  auto list = std::make_unique<std::vector<OpObserver>>();
+  for (auto& [id, obs] : g_entries) list->push_back(obs);
+  g_current.store(list.get(), std::memory_order_release);
+  retired().push_back(std::move(list));
+  detail::g_op_observer_count.store(static_cast<int>(g_entries.size()));
+}
 }  // namespace
 
 int add_op_observer(OpObserver observer) {
   std::lock_guard<std::mutex> lock(g_mutex);
   int id = g_next_id++;
-  observers().emplace_back(id, std::move(observer));
-  detail::g_op_observer_count.store(static_cast<int>(observers().size()));
+  g_entries.emplace_back(id, std::move(observer));
+  publish_locked();
   return id;
 }
 
 void remove_op_observer(int id) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  auto& list = observers();
-  for (auto it = list.begin(); it != list.end(); ++it) {
+  for (auto it = g_entries.begin(); it != g_entries.end(); ++it) {
     if (it->first == id) {
-      list.erase(it);
+      g_entries.erase(it);
       break;
     }
   }
-  detail::g_op_observer_count.store(static_cast<int>(list.size()));
+  publish_locked();
 }
 
 void detail::notify_op(const OpEvent& event) {
-  std::vector<OpObserver> copy;
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    for (auto& [id, obs] : observers()) copy.push_back(obs);
-  }
-  for (auto& obs : copy) {
+  const std::vector<OpObserver>* list = g_current.load(std::memory_order_acquire);
+  if (list == nullptr) return;
+  for (const OpObserver& obs : *list) {
     try {
       obs(event);
     } catch (...) {

@@ -1,3 +1,4 @@
+#include "ember/profiler/record.h"
 #include "ember/data/dataloader.h"
 
 #include <condition_variable>
@@ -306,6 +307,7 @@ std::shared_ptr<LoaderRun> LoaderCore::start() {
 }
 
 bool LoaderCore::next(LoaderRun& r, std::any& out) {
+  profiler::RecordFunction record("DataLoader.next", profiler::EventKind::DataLoader);  // the wait for a batch
   Impl& m = *impl_;
   LoaderRun::Slot slot;
   int64_t k = 0;

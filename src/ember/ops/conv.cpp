@@ -14,6 +14,7 @@
 #include "ember/ops/creation.h"
 #include "ember/ops/join.h"
 #include "ember/jit/trace_hook.h"
+#include "ember/profiler/record.h"
 #include "ember/ops/pointwise_nodes.h"
 
 namespace ember {
@@ -200,6 +201,12 @@ Tensor convolution(const char* op, const Tensor& input, const Tensor& weight, co
   const Tensor bc = reduced && bias.defined() ? bias.to(kFloat32) : bias;
   Tensor out = conv_prim(transposed ? ConvKind::Input : ConvKind::Forward, xc, wc, bc, g, spatial == 1);
   if (reduced) out = out.to(dt);
+  if (profiler::is_enabled()) {
+    // Multiply-adds: every element of the larger side meets one filter's worth of weights.
+    const int64_t per_filter = weight.size(0) ? weight.numel() / weight.size(0) : 0;
+    profiler::annotate(profiler::shapes_of({&input, &weight, &bias}),
+                       2 * (transposed ? x.numel() : out.numel()) * per_filter);
+  }
   return batched ? out : out.squeeze(0);
 }
 

@@ -12,6 +12,7 @@
 #include "ember/autograd/record.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
+#include "ember/profiler/record.h"
 #include "ember/core/parallel.h"
 #include "ember/kernels/cpu/dispatch.h"
 #include "ember/kernels/cpu/gemm.h"
@@ -109,6 +110,11 @@ Tensor product_raw(const char* op, const Tensor& a, const Tensor& b, IntArrayRef
 // again; batch dims that were broadcast are summed back by the node.
 Tensor product(const char* op, const Tensor& a, const Tensor& b, IntArrayRef batch = {},
                const Tensor& input = Tensor(), const Scalar& beta = 0, const Scalar& alpha = 1) {
+  if (profiler::is_enabled()) {
+    int64_t batches = 1;
+    for (int64_t d : batch) batches *= d;
+    profiler::annotate(profiler::shapes_of({&a, &b}), 2 * batches * a.size(-2) * a.size(-1) * b.size(-1));
+  }
   if (autograd::needs_grad(a, b, input)) {
     return autograd::fn::matrix_product(op, a, b, input, beta, alpha,
                                         [&] { return product_raw(op, a, b, batch, input, beta, alpha); });

@@ -363,31 +363,44 @@ std::string ModelVersion::check_inputs(const std::vector<Tensor>& in) const {
   return "";
 }
 
+bool ModelVersion::try_submit(std::vector<Tensor>& inputs, Clock::time_point deadline,
+                              std::function<void(InferResult)>& done) {
+  return enqueue(inputs, deadline, done, /*refuse_when_stopping=*/true);
+}
+
 void ModelVersion::submit(std::vector<Tensor> inputs, Clock::time_point deadline,
                           std::function<void(InferResult)> done) {
-  Job job;
-  job.rows = batchable_ && !inputs.empty() && inputs[0].dim() > 0 ? inputs[0].size(0) : 1;
-  job.inputs = std::move(inputs);
-  job.enqueued = Clock::now();
-  job.deadline = deadline;
-  job.done = std::move(done);
+  enqueue(inputs, deadline, done, /*refuse_when_stopping=*/false);
+}
+
+bool ModelVersion::enqueue(std::vector<Tensor>& inputs, Clock::time_point deadline,
+                           std::function<void(InferResult)>& done, bool refuse_when_stopping) {
+  const int64_t rows = batchable_ && !inputs.empty() && inputs[0].dim() > 0 ? inputs[0].size(0) : 1;
   bool stopping = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping = stopping_;
+    if (stopping && refuse_when_stopping) return false;  // inputs and done untouched
     if (!stopping_ && static_cast<int64_t>(queue_.size()) < config_.queue_capacity) {
+      Job job;
+      job.rows = rows;
+      job.inputs = std::move(inputs);
+      job.enqueued = Clock::now();
+      job.deadline = deadline;
+      job.done = std::move(done);
       queue_.push_back(std::move(job));
       queue_gauge_->set(static_cast<double>(queue_.size()));
       cv_.notify_one();
-      return;
+      return true;
     }
   }
   InferResult r;
   r.status = 503;
   r.error = stopping ? "model " + name_ + " version " + version_ + " is shutting down"
-                      : "model " + name_ + " version " + version_ + " has " + std::to_string(config_.queue_capacity) +
-                            " requests queued (queue_capacity); retry later";
-  job.done(std::move(r));
+                     : "model " + name_ + " version " + version_ + " has " + std::to_string(config_.queue_capacity) +
+                           " requests queued (queue_capacity); retry later";
+  done(std::move(r));
+  return true;
 }
 
 InferResult ModelVersion::run_now(const std::vector<Tensor>& inputs) {

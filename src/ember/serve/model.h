@@ -109,6 +109,9 @@ class ModelVersion : public std::enable_shared_from_this<ModelVersion> {
   // Queues a request; `done` runs exactly once on a worker thread (or at once on this
   // thread for 503). `deadline` bounds the time spent queued.
   void submit(std::vector<Tensor> inputs, Clock::time_point deadline, std::function<void(InferResult)> done);
+  // As submit, but a version that is shutting down (drained by a hot swap or an unload)
+  // returns false without calling `done`, so the caller can route to its replacement.
+  bool try_submit(std::vector<Tensor>& inputs, Clock::time_point deadline, std::function<void(InferResult)>& done);
   // Runs directly on the calling thread (shadow copies, tests).
   InferResult run_now(const std::vector<Tensor>& inputs);
 
@@ -127,6 +130,8 @@ class ModelVersion : public std::enable_shared_from_this<ModelVersion> {
     Clock::time_point enqueued, deadline;
     std::function<void(InferResult)> done;
   };
+  bool enqueue(std::vector<Tensor>& inputs, Clock::time_point deadline, std::function<void(InferResult)>& done,
+               bool refuse_when_stopping);
   void worker_loop(int index);
   void run_batch(std::vector<Job>& batch);
 

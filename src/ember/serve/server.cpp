@@ -344,6 +344,10 @@ struct Server::Impl {
   Reply status_json();
   std::string render_metrics();
   void record(const std::shared_ptr<Meta>& meta, const Reply& r);
+  void submit_routed(const std::shared_ptr<Session>& s, const std::shared_ptr<Meta>& meta,
+                     std::shared_ptr<ModelVersion> mv, const std::string& model, const std::string& version,
+                     const std::string& sticky, const std::vector<Tensor>& inputs,
+                     const std::function<std::function<void(InferResult)>(const ModelVersion*)>& make);
   void run_shadow(const ModelVersion& served, const std::vector<Tensor>& inputs,
                   const std::vector<Tensor>& outputs);
   RateMeter& rate_of(const std::string& model, const std::string& version);
@@ -920,18 +924,45 @@ void Server::Impl::kserve_infer(const std::shared_ptr<Session>& s, const std::sh
     r.version = mv->version();
     return s->reply(meta, std::move(r));
   }
-  const auto deadline = meta->start + std::chrono::milliseconds(mv->config().timeout_ms);
-  std::vector<Tensor> inputs = decoded->inputs;
   // Note [Who destroys a model version]: callbacks hold a plain pointer. They run on the
   // version's workers, and a version is destroyed only after drain() joined its workers,
   // which first answer everything queued; a shared_ptr here could make a worker drop the
   // last reference and destroy the version it is running in.
-  const ModelVersion* version_ptr = mv.get();
-  mv->submit(std::move(inputs), deadline, [this, s, meta, version_ptr, decoded](InferResult r) {
-    Reply rep = encode_kserve(*version_ptr, *decoded, r);
-    s->reply(meta, std::move(rep));
-    if (r.status == 200) run_shadow(*version_ptr, decoded->inputs, r.outputs);
+  submit_routed(s, meta, mv, model, version, sticky, decoded->inputs, [this, s, meta, decoded](const ModelVersion* v) {
+    return [this, s, meta, v, decoded](InferResult r) {
+      s->reply(meta, encode_kserve(*v, *decoded, r));
+      if (r.status == 200) run_shadow(*v, decoded->inputs, r.outputs);
+    };
   });
+}
+
+void Server::Impl::submit_routed(const std::shared_ptr<Session>& s, const std::shared_ptr<Meta>& meta,
+                                 std::shared_ptr<ModelVersion> mv, const std::string& model,
+                                 const std::string& version, const std::string& sticky,
+                                 const std::vector<Tensor>& inputs,
+                                 const std::function<std::function<void(InferResult)>(const ModelVersion*)>& make) {
+  // A version being hot-swapped or unloaded refuses new work: route the request again, to
+  // its replacement (a few tries; the swap itself is quick).
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    const auto deadline = meta->start + std::chrono::milliseconds(mv->config().timeout_ms);
+    std::vector<Tensor> in = inputs;
+    std::function<void(InferResult)> done = make(mv.get());
+    if (mv->try_submit(in, deadline, done)) return;
+    std::string why;
+    mv = repo->resolve(model, version, sticky, why);
+    if (!mv) return s->reply(meta, error_reply(404, why));
+    if (std::string bad = mv->check_inputs(inputs); !bad.empty()) {
+      Reply r = error_reply(400, bad);
+      r.model = model;
+      r.version = mv->version();
+      return s->reply(meta, std::move(r));
+    }
+  }
+  Reply r = error_reply(503, "model " + model + " is being replaced; retry");
+  r.model = model;
+  r.version = mv->version();
+  r.headers.emplace_back("Retry-After", "1");
+  s->reply(meta, std::move(r));
 }
 
 void Server::Impl::run_shadow(const ModelVersion& served, const std::vector<Tensor>& inputs,
@@ -1106,11 +1137,12 @@ void Server::Impl::torchserve_predict(const std::shared_ptr<Session>& s, const s
     return s->reply(meta, std::move(r));
   }
   const bool batched = x.dim() > 0 && x.size(0) > 1;
-  const auto deadline = meta->start + std::chrono::milliseconds(mv->config().timeout_ms);
-  const ModelVersion* version_ptr = mv.get();  // Note [Who destroys a model version]
-  mv->submit({x}, deadline, [this, s, meta, version_ptr, batched, x](InferResult r) {
-    s->reply(meta, torchserve_output(*version_ptr, r, batched));
-    if (r.status == 200) run_shadow(*version_ptr, {x}, r.outputs);
+  // Note [Who destroys a model version]: the callback holds a plain pointer.
+  submit_routed(s, meta, mv, model, version, sticky, {x}, [this, s, meta, batched, x](const ModelVersion* v) {
+    return [this, s, meta, v, batched, x](InferResult r) {
+      s->reply(meta, torchserve_output(*v, r, batched));
+      if (r.status == 200) run_shadow(*v, {x}, r.outputs);
+    };
   });
 }
 

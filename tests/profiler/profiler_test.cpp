@@ -1,0 +1,252 @@
+// ember::profiler: what it records (ops, nesting, backward nodes, user ranges, threads,
+// schedules), its tables, the Chrome trace and the memory timeline.
+#include <gtest/gtest.h>
+
+#include <ember/ember.h>
+
+#include <thread>
+
+#include "ember/profiler/profiler.h"
+#include "ember/serialize/json.h"
+
+namespace profiler_test {
+
+using namespace ember;
+using profiler::Event;
+using profiler::EventKind;
+using profiler::Profile;
+
+const profiler::KeyAverage* find(const std::vector<profiler::KeyAverage>& rows, const std::string& name) {
+  for (const auto& r : rows)
+    if (r.name == name) return &r;
+  return nullptr;
+}
+
+// Every event at depth d > 0 lies inside an event at depth d - 1 on its thread.
+void expect_nested(const std::vector<Event>& evs) {
+  for (const Event& e : evs) {
+    EXPECT_LE(e.start_ns, e.end_ns) << e.name;
+    EXPECT_GE(e.self_ns, 0) << e.name;
+    EXPECT_LE(e.self_ns, e.end_ns - e.start_ns) << e.name;
+    if (e.depth == 0) continue;
+    bool inside = false;
+    for (const Event& p : evs) {
+      if (p.thread == e.thread && p.depth == e.depth - 1 && p.start_ns <= e.start_ns && p.end_ns >= e.end_ns) {
+        inside = true;
+      }
+    }
+    EXPECT_TRUE(inside) << e.name << " at depth " << e.depth << " has no parent";
+  }
+}
+
+TEST(Profiler, CountsOpsWithFlopsAndNesting) {
+  const Tensor a = randn({16, 32}), b = randn({32, 8});
+  Profile prof;
+  EXPECT_TRUE(profiler::is_enabled());
+  Tensor c = relu(mm(a, b));
+  c = relu(mm(a, b));
+  Tensor s = c.sum();
+  prof.stop();
+  EXPECT_FALSE(profiler::is_enabled());
+  (void)relu(c);  // after stop: not recorded
+  const auto rows = prof.key_averages();
+  const profiler::KeyAverage* mm_row = find(rows, "mm");
+  ASSERT_NE(mm_row, nullptr);
+  EXPECT_EQ(mm_row->count, 2);
+  EXPECT_EQ(mm_row->flops, 2 * (2 * 16 * 32 * 8));
+  ASSERT_NE(find(rows, "relu"), nullptr);
+  EXPECT_EQ(find(rows, "relu")->count, 2);
+  ASSERT_NE(find(rows, "sum"), nullptr);
+  EXPECT_EQ(find(rows, "sum")->count, 1);
+  const auto evs = prof.events();
+  expect_nested(evs);
+  int64_t self = 0;
+  for (const auto& r : rows) self += r.self_ns;
+  int64_t top_total = 0;
+  for (const Event& e : evs)
+    if (e.depth == 0) top_total += e.end_ns - e.start_ns;
+  EXPECT_EQ(self, top_total);  // self times partition the top-level time
+}
+
+TEST(Profiler, UserRangesBackwardNodesAndOptimizerSteps) {
+  manual_seed(0);
+  nn::Linear lin(4, 3);
+  optim::SGD opt(lin->parameters(), optim::SGDOptions(0.1));
+  const Tensor x = randn({5, 4});
+  Profile prof;
+  {
+    EMBER_RECORD("forward pass");
+    Tensor loss = lin->forward(x).pow(2).mean();
+    loss.backward();
+  }
+  opt.step();
+  prof.stop();
+  const auto evs = prof.events();
+  expect_nested(evs);
+  const Event* range = nullptr;
+  int backward = 0, optimizer = 0;
+  for (const Event& e : evs) {
+    if (e.name == "forward pass") range = &e;
+    backward += e.kind == EventKind::Backward;
+    optimizer += e.kind == EventKind::Optimizer;
+  }
+  ASSERT_NE(range, nullptr);
+  EXPECT_EQ(range->kind, EventKind::User);
+  EXPECT_EQ(range->depth, 0);
+  bool linear_inside = false;
+  for (const Event& e : evs)
+    if (e.name == "linear" && e.start_ns >= range->start_ns && e.end_ns <= range->end_ns && e.depth == 1)
+      linear_inside = true;
+  EXPECT_TRUE(linear_inside);
+  EXPECT_GE(backward, 3);  // pow, mean, linear's nodes (+ accumulate)
+  EXPECT_EQ(optimizer, 1);
+}
+
+TEST(Profiler, ScheduleKeepsOnlyActiveSteps) {
+  const Tensor x = randn({8});
+  profiler::ProfileOptions o;
+  o.schedule = {.skip_first = 1, .wait = 1, .warmup = 1, .active = 2, .repeat = 1};
+  Profile prof(o);
+  for (int step = 0; step < 8; ++step) {
+    (void)relu(x);
+    prof.step();
+  }
+  prof.stop();
+  const auto evs = prof.events();
+  ASSERT_EQ(evs.size(), 2u);  // steps 3 and 4: skip 0, wait 1, warm-up 2
+  EXPECT_EQ(evs[0].step, 3);
+  EXPECT_EQ(evs[1].step, 4);
+}
+
+TEST(Profiler, ThreadsGetTheirOwnTimelines) {
+  Profile prof;
+  (void)relu(randn({4}));
+  std::thread t([] { (void)tanh(randn({4})); });
+  t.join();
+  prof.stop();
+  bool tanh_on_other = false, relu_on_first = false;
+  for (const Event& e : prof.events()) {
+    if (e.name == "tanh") tanh_on_other = e.thread != 0;
+    if (e.name == "relu") relu_on_first = e.thread == 0;
+  }
+  EXPECT_TRUE(tanh_on_other);
+  EXPECT_TRUE(relu_on_first);
+}
+
+TEST(Profiler, ChromeTraceIsValidAndNested) {
+  const Tensor a = randn({8, 8});
+  profiler::ProfileOptions o;
+  o.record_shapes = true;
+  o.profile_memory = true;
+  Profile prof(o);
+  {
+    EMBER_RECORD("block");
+    (void)relu(mm(a, a)).sum();
+  }
+  prof.stop();
+  const json::Json doc = json::parse(prof.chrome_trace(), 16, 1 << 20);
+  const json::Json* events = doc.find("traceEvents");
+  ASSERT_NE(events, nullptr);
+  struct X {
+    std::string name;
+    double ts, dur;
+    int64_t tid;
+  };
+  std::vector<X> xs;
+  int counters = 0;
+  for (const json::Json& e : events->array) {
+    const std::string ph = e.find("ph")->s;
+    ASSERT_TRUE(ph == "X" || ph == "M" || ph == "C") << ph;
+    if (ph == "C") ++counters;
+    if (ph != "X") continue;
+    ASSERT_NE(e.find("cat"), nullptr);
+    const json::Json* ts = e.find("ts");
+    const json::Json* dur = e.find("dur");
+    ASSERT_TRUE(ts && dur);
+    const double t = ts->type == json::Json::Type::Int ? static_cast<double>(ts->i) : ts->d;
+    const double d = dur->type == json::Json::Type::Int ? static_cast<double>(dur->i) : dur->d;
+    EXPECT_GE(d, 0);
+    xs.push_back({e.find("name")->s, t, d, e.find("tid")->i});
+    if (xs.back().name == "mm") {
+      EXPECT_EQ(e.find("args")->find("input_shapes")->s, "[[8, 8], [8, 8]]");
+      EXPECT_EQ(e.find("args")->find("flops")->i, 2 * 8 * 8 * 8);
+    }
+  }
+  EXPECT_GT(counters, 0);  // the memory timeline
+  // Proper nesting per thread: sorted by start, each event ends before its enclosing one.
+  std::sort(xs.begin(), xs.end(), [](const X& a, const X& b) { return a.ts < b.ts || (a.ts == b.ts && a.dur > b.dur); });
+  std::vector<const X*> stack;
+  for (const X& x : xs) {
+    while (!stack.empty() && stack.back()->ts + stack.back()->dur <= x.ts) stack.pop_back();
+    if (!stack.empty() && stack.back()->tid == x.tid) {
+      EXPECT_LE(x.ts + x.dur, stack.back()->ts + stack.back()->dur + 1e-3) << x.name << " overlaps " << stack.back()->name;
+    }
+    stack.push_back(&x);
+  }
+  ASSERT_FALSE(xs.empty());
+  EXPECT_EQ(xs.front().name, "block");
+}
+
+TEST(Profiler, TableAndShapeGrouping) {
+  const Tensor a = randn({4, 4}), b = randn({4, 6});
+  profiler::ProfileOptions o;
+  o.record_shapes = true;
+  Profile prof(o);
+  (void)mm(a, a);
+  (void)mm(a, b);
+  (void)mm(a, b);
+  prof.stop();
+  const auto grouped = prof.key_averages(/*group_by_input_shape=*/true);
+  int mm_rows = 0;
+  for (const auto& r : grouped) {
+    if (r.name != "mm") continue;
+    ++mm_rows;
+    EXPECT_EQ(r.count, r.shapes == "[[4, 4], [4, 6]]" ? 2 : 1) << r.shapes;
+  }
+  EXPECT_EQ(mm_rows, 2);
+  const std::string t = prof.table("count", 5, true);
+  EXPECT_NE(t.find("Self CPU %"), std::string::npos) << t;
+  EXPECT_NE(t.find("# of Calls"), std::string::npos) << t;
+  EXPECT_NE(t.find("[[4, 4], [4, 6]]"), std::string::npos) << t;
+  EXPECT_NE(t.find("Self CPU time total:"), std::string::npos) << t;
+  try {
+    (void)prof.table("speed");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sort_by must be self_cpu_time_total, cpu_time_total, count or flops"),
+              std::string::npos);
+  }
+}
+
+TEST(Profiler, MemoryTimelineFollowsTheAllocator) {
+  profiler::ProfileOptions o;
+  o.profile_memory = true;
+  const Tensor src = randn({1 << 18});
+  const int64_t before = memory_allocated();
+  Profile prof(o);
+  Tensor big = relu(src);  // 1 MiB more
+  prof.stop();
+  const auto timeline = prof.memory_timeline();
+  ASSERT_FALSE(timeline.empty());
+  EXPECT_EQ(timeline.back().after, "relu");
+  EXPECT_GE(timeline.back().allocated_bytes - before, int64_t{1} << 20);
+  EXPECT_EQ(timeline.back().allocated_bytes, memory_allocated());
+}
+
+TEST(Profiler, OneAtATime) {
+  Profile a;
+  try {
+    Profile b;
+    FAIL() << "two profiles";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("another profile is recording"), std::string::npos);
+  }
+  a.stop();
+  Profile c;  // fine after stop
+  c.stop();
+  profiler::ProfileOptions bad;
+  bad.schedule.wait = -1;
+  EXPECT_THROW(Profile{bad}, Error);
+}
+
+}  // namespace profiler_test
