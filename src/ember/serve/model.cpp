@@ -1,5 +1,9 @@
 #include "ember/serve/model.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -466,6 +470,10 @@ void ModelVersion::drain() {
 }
 
 void ModelVersion::worker_loop(int index) {
+  // Note [Serving threads]: model workers run at a lower priority (nice +5) than the I/O
+  // threads, so under overload the I/O threads still get the CPU to read requests and
+  // answer 503 at once, instead of requests waiting unread in socket buffers.
+  setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 5);
   for (;;) {
     std::vector<Job> batch;
     {
