@@ -233,6 +233,45 @@ TEST(Profiler, MemoryTimelineFollowsTheAllocator) {
   EXPECT_EQ(timeline.back().allocated_bytes, memory_allocated());
 }
 
+// The leak report: an evaluation loop that keeps its losses without no-grad mode keeps
+// each step's graph and the activations it saved.
+int64_t leaked_in_step(bool keep_graph, std::string* top_op) {
+  manual_seed(1);
+  nn::Linear lin(64, 64);
+  const Tensor x = randn({32, 64});
+  profiler::ProfileOptions o;
+  o.profile_memory = true;
+  Profile prof(o);
+  std::vector<Tensor> kept;
+  double total = 0;
+  for (int s = 0; s < 4; ++s) {
+    {
+      Tensor loss = relu(lin->forward(x)).sum();
+      if (keep_graph) {
+        kept.push_back(loss);  // the graph, and the activations it saved, stay alive
+      } else {
+        total += loss.item<double>();
+      }
+    }
+    prof.step();
+  }
+  prof.stop();
+  const auto leaks = prof.leaks();
+  EXPECT_EQ(leaks.size(), 4u);
+  if (top_op && !leaks[2].by_op.empty()) *top_op = leaks[2].by_op.front().first;
+  return leaks[2].bytes;
+}
+
+TEST(Profiler, LeakReportFindsAKeptGraph) {
+  std::string top;
+  const int64_t leaky = leaked_in_step(true, &top);
+  const int64_t clean = leaked_in_step(false, nullptr);
+  EXPECT_GE(leaky, 32 * 64 * 4);  // at least one [32, 64] activation per step
+  EXPECT_LT(clean, leaky / 4);
+  EXPECT_FALSE(top.empty());
+  EXPECT_NE(top, "(outside any op)");
+}
+
 TEST(Profiler, OneAtATime) {
   Profile a;
   try {

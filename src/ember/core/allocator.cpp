@@ -265,6 +265,8 @@ std::string human_bytes(size_t n) {
   return buf;
 }
 
+std::atomic<detail::AllocationHook*> g_alloc_hook{nullptr};
+
 class CpuAllocator final : public Allocator {
  public:
   DataPtr allocate(size_t nbytes) override {
@@ -291,6 +293,7 @@ class CpuAllocator final : public Allocator {
     while (now > peak && !c.peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
     }
     c.num_allocations.fetch_add(1, std::memory_order_relaxed);
+    if (detail::AllocationHook* h = g_alloc_hook.load(std::memory_order_acquire)) h->on_allocate(p, nbytes);
     // The context carries the requested size so the free updates the counters exactly.
     return DataPtr(p, reinterpret_cast<void*>(nbytes), &CpuAllocator::free_block, Device(kCPU));
   }
@@ -298,6 +301,7 @@ class CpuAllocator final : public Allocator {
  private:
   static void free_block(void* ctx, void* data) {
     const size_t nbytes = reinterpret_cast<size_t>(ctx);
+    if (detail::AllocationHook* h = g_alloc_hook.load(std::memory_order_acquire)) h->on_free(data, nbytes);
     const size_t padded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
     bool kept = false;
     if (padded <= kSmallMax) {
@@ -347,6 +351,8 @@ void reset_peak_memory_stats(Device device) {
   Counters& c = cpu_counters();
   c.peak.store(c.allocated.load(std::memory_order_relaxed), std::memory_order_relaxed);
 }
+
+void detail::set_allocation_hook(AllocationHook* hook) { g_alloc_hook.store(hook, std::memory_order_release); }
 
 int64_t memory_allocated(Device device) { return memory_stats(device).allocated_bytes; }
 

@@ -76,4 +76,15 @@ void empty_cache(Device device = Device(kCPU));
 // per-thread small-block caches included.
 void set_allocator_cache_limit(int64_t bytes);
 
+namespace detail {
+// Called on every CPU allocation and free while installed (the profiler's memory
+// tracking); nullptr to remove. The hook must not allocate through ember.
+struct AllocationHook {
+  virtual ~AllocationHook() = default;
+  virtual void on_allocate(const void* ptr, size_t nbytes) = 0;
+  virtual void on_free(const void* ptr, size_t nbytes) = 0;
+};
+void set_allocation_hook(AllocationHook* hook);
+}  // namespace detail
+
 }  // namespace ember

@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <sstream>
+#include <unordered_map>
 
 #include "ember/core/allocator.h"
 #include "ember/core/check.h"
@@ -69,6 +70,46 @@ struct ThreadBuffer {
 
 enum class Phase { Off, Warmup, Active };
 
+const char* current_op_name();
+
+// Live blocks allocated while the profile records memory, with the step and op that
+// allocated them (the leak report).
+struct MemoryTracker final : ember::detail::AllocationHook {
+  struct Block {
+    size_t bytes;
+    int step;
+    std::string op;
+  };
+  std::mutex mu;
+  std::unordered_map<const void*, Block> live;
+  std::atomic<int>* step = nullptr;
+
+  void on_allocate(const void* ptr, size_t nbytes) override {
+    const char* op = current_op_name();
+    std::lock_guard<std::mutex> lock(mu);
+    live[ptr] = Block{nbytes, step->load(std::memory_order_relaxed), op};
+  }
+  void on_free(const void* ptr, size_t) override {
+    std::lock_guard<std::mutex> lock(mu);
+    live.erase(ptr);
+  }
+  LeakReport report(int s) {
+    LeakReport r;
+    r.step = s;
+    std::map<std::string, int64_t> by_op;
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& [ptr, b] : live) {
+      if (b.step != s) continue;
+      r.bytes += static_cast<int64_t>(b.bytes);
+      ++r.blocks;
+      by_op[b.op] += static_cast<int64_t>(b.bytes);
+    }
+    r.by_op.assign(by_op.begin(), by_op.end());
+    std::stable_sort(r.by_op.begin(), r.by_op.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    return r;
+  }
+};
+
 }  // namespace
 
 struct Profile::State {
@@ -81,6 +122,8 @@ struct Profile::State {
   std::atomic<int> step{0};
   bool stopped = false;
   int observer = -1;
+  std::unique_ptr<MemoryTracker> memory;
+  std::vector<LeakReport> leaks;  // guarded by mu
 
   Phase phase(int s) const {
     const Schedule& sc = options.schedule;
@@ -176,6 +219,18 @@ void detail::range_end() {
   b->events.push_back(std::move(e));
 }
 
+namespace {
+const char* current_op_name() {
+  if (tl_cache.generation == g_generation.load(std::memory_order_acquire) && tl_cache.buf &&
+      !tl_cache.buf->stack.empty()) {
+    const Frame& f = tl_cache.buf->stack.back();
+    return f.name ? f.name : f.owned_name.c_str();
+  }
+  const char* op = OpScope::outermost();
+  return op ? op : "(outside any op)";
+}
+}  // namespace
+
 void detail::annotate(std::string shapes, int64_t flops) {
   if (tl_cache.generation != g_generation.load(std::memory_order_acquire) || !tl_cache.buf) return;
   ThreadBuffer* b = tl_cache.buf;
@@ -206,6 +261,11 @@ Profile::Profile(ProfileOptions options) : state_(std::make_shared<State>()) {
       detail::range_end();
     }
   });
+  if (options.profile_memory) {
+    state_->memory = std::make_unique<MemoryTracker>();
+    state_->memory->step = &state_->step;
+    ember::detail::set_allocation_hook(state_->memory.get());
+  }
   detail::g_active.fetch_add(1);
 }
 
@@ -216,6 +276,19 @@ void Profile::stop() {
   detail::g_active.fetch_sub(1);
   remove_op_observer(state_->observer);
   state_->observer = -1;
+  if (state_->memory) {
+    // Another thread may be inside the hook right now: the tracker is emptied but kept
+    // (a few bytes per profile) instead of freed under it.
+    ember::detail::set_allocation_hook(nullptr);
+    {
+      std::lock_guard<std::mutex> lock(state_->memory->mu);
+      state_->memory->live.clear();
+    }
+    static std::mutex retired_mu;
+    static std::vector<std::unique_ptr<MemoryTracker>> retired;
+    std::lock_guard<std::mutex> lock(retired_mu);
+    retired.push_back(std::move(state_->memory));
+  }
   state_->recording = false;
   {
     std::lock_guard<std::mutex> lock(g_mu);
@@ -227,6 +300,11 @@ void Profile::stop() {
 }
 
 void Profile::step() {
+  if (state_->memory) {
+    LeakReport r = state_->memory->report(state_->step.load());
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->leaks.push_back(std::move(r));
+  }
   const int s = state_->step.fetch_add(1) + 1;
   if (state_->observer >= 0) state_->recording = state_->phase(s) != Phase::Off;
 }
@@ -394,6 +472,11 @@ void Profile::export_chrome_trace(const std::string& path) const {
   EMBER_CHECK(f.good(), "[profiler::Profile::export_chrome_trace] cannot write ", path);
   f << text;
   EMBER_CHECK(f.good(), "[profiler::Profile::export_chrome_trace] writing ", path, " failed");
+}
+
+std::vector<LeakReport> Profile::leaks() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->leaks;
 }
 
 std::vector<MemorySample> Profile::memory_timeline() const {

@@ -66,6 +66,15 @@ struct MemorySample {
   std::string after;  // the event that ended there
 };
 
+// Memory allocated during one schedule step and still held when it ended (profile_memory):
+// what a training loop keeps by mistake (a loss kept with its graph, a growing cache).
+struct LeakReport {
+  int step = 0;
+  int64_t bytes = 0;
+  int64_t blocks = 0;
+  std::vector<std::pair<std::string, int64_t>> by_op;  // bytes by the op that allocated them, largest first
+};
+
 class Profile {
  public:
   // Starts recording (in the first active step, with a schedule). One profile at a time.
@@ -91,6 +100,8 @@ class Profile {
   void export_chrome_trace(const std::string& path) const;
   std::string chrome_trace() const;
   std::vector<MemorySample> memory_timeline() const;
+  // One report per step() call made while profiling memory.
+  std::vector<LeakReport> leaks() const;
 
   struct State;
 
