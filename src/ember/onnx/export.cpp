@@ -9,6 +9,7 @@
 // The model is built with the protobuf classes generated from onnx.proto (libonnx-dev),
 // so the file is exactly what every ONNX reader expects.
 
+#include "ember/serialize/value_json.h"
 #include "ember/onnx/export.h"
 
 #include "ember/core/check.h"
@@ -59,53 +60,6 @@ std::string dim_param(const SymInt& s) {
   std::ostringstream os;
   os << s;  // the graph listing's spelling
   return os.str();
-}
-
-// Value -> JSON text for metadata_props (tensors as a short description).
-void append_json(std::string& out, const Value& v) {
-  switch (v.kind()) {
-    case Value::Kind::None: out += "null"; return;
-    case Value::Kind::Bool: out += v.to_bool() ? "true" : "false"; return;
-    case Value::Kind::Int: json::append_int(out, v.to_int()); return;
-    case Value::Kind::Double: {
-      const double d = v.to_double();
-      if (std::isfinite(d)) json::append_double(out, d);
-      else out += std::isnan(d) ? "\"nan\"" : (d > 0 ? "\"inf\"" : "\"-inf\"");
-      return;
-    }
-    case Value::Kind::String: json::append_string(out, v.to_string()); return;
-    case Value::Kind::Tensor: {
-      const Tensor& t = v.to_tensor();
-      std::string d = "tensor " + jit::dtype_short_name(t.dtype()) + "[";
-      for (int64_t k = 0; k < t.dim(); ++k) d += (k ? "," : "") + std::to_string(t.size(k));
-      json::append_string(out, d + "]");
-      return;
-    }
-    case Value::Kind::List: {
-      out += "[";
-      bool first = true;
-      for (const Value& e : v.to_list()) {
-        if (!first) out += ", ";
-        first = false;
-        append_json(out, e);
-      }
-      out += "]";
-      return;
-    }
-    case Value::Kind::Dict: {
-      out += "{";
-      bool first = true;
-      for (const auto& it : v.to_dict()) {
-        if (!first) out += ", ";
-        first = false;
-        json::append_string(out, it.key());
-        out += ": ";
-        append_json(out, it.value());
-      }
-      out += "}";
-      return;
-    }
-  }
 }
 
 // One tensor operand of an op being converted: its ONNX value name (empty: an absent
@@ -723,7 +677,7 @@ pb::ModelProto build(const jit::GraphModule& m, const ExportOptions& opt) {
         p->set_value(it.value().to_string());
       } else {
         std::string text;
-        append_json(text, it.value());
+        append_value_json(text, it.value());  // tensors as a short description
         p->set_value(text);
       }
     }

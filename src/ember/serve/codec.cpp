@@ -210,29 +210,24 @@ Tensor decode_binary(std::string_view bytes, DType dtype, const std::vector<int6
 }
 
 namespace {
+// The shortest text that reads back to the same float or double; null for NaN and
+// infinities, which JSON cannot spell.
+template <typename T>
+void append_real(std::string& out, T v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  char buf[40];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
 void append_element(std::string& out, const Tensor& t, int64_t i) {
   char buf[40];
   switch (t.dtype()) {
-    case kFloat32: {
-      const float v = t.data_ptr<float>()[i];
-      if (!std::isfinite(v)) {
-        out += "null";  // JSON has no NaN or infinity
-        return;
-      }
-      auto r = std::to_chars(buf, buf + sizeof buf, v);
-      out.append(buf, r.ptr);
-      return;
-    }
-    case kFloat64: {
-      const double v = t.data_ptr<double>()[i];
-      if (!std::isfinite(v)) {
-        out += "null";  // JSON has no NaN or infinity
-        return;
-      }
-      auto r = std::to_chars(buf, buf + sizeof buf, v);
-      out.append(buf, r.ptr);
-      return;
-    }
+    case kFloat32: append_real(out, t.data_ptr<float>()[i]); return;
+    case kFloat64: append_real(out, t.data_ptr<double>()[i]); return;
     case kBool: out += t.data_ptr<bool>()[i] ? "true" : "false"; return;
     case kInt64: {
       auto r = std::to_chars(buf, buf + sizeof buf, t.data_ptr<int64_t>()[i]);
@@ -334,65 +329,6 @@ Value read_json_file(const std::string& path) {
   } catch (const json::ParseError& e) {
     EMBER_ERROR("[ember-serve] ", path, " is not valid JSON: ", e.what());
   }
-}
-
-namespace {
-void write_value(std::string& out, const Value& v) {
-  switch (v.kind()) {
-    case Value::Kind::None: out += "null"; return;
-    case Value::Kind::Bool: out += v.to_bool() ? "true" : "false"; return;
-    case Value::Kind::Int: json::append_int(out, v.to_int()); return;
-    case Value::Kind::Double: {
-      const double d = v.to_double();
-      if (std::isfinite(d)) {
-        json::append_double(out, d);
-      } else {
-        out += "null";
-      }
-      return;
-    }
-    case Value::Kind::String: {
-      const std::string& s = v.to_string();
-      if (json::is_valid_utf8(s)) {
-        json::append_string(out, s);
-      } else {
-        json::append_string(out, "<invalid utf-8>");
-      }
-      return;
-    }
-    case Value::Kind::Tensor: append_nested(out, v.to_tensor()); return;
-    case Value::Kind::List: {
-      out += '[';
-      bool first = true;
-      for (const Value& e : v.to_list()) {
-        if (!first) out += ',';
-        first = false;
-        write_value(out, e);
-      }
-      out += ']';
-      return;
-    }
-    case Value::Kind::Dict: {
-      out += '{';
-      bool first = true;
-      for (const auto& item : v.to_dict()) {
-        if (!first) out += ',';
-        first = false;
-        json::append_string(out, json::is_valid_utf8(item.key()) ? item.key() : "<invalid utf-8>");
-        out += ':';
-        write_value(out, item.value());
-      }
-      out += '}';
-      return;
-    }
-  }
-}
-}  // namespace
-
-std::string to_json(const Value& v) {
-  std::string out;
-  write_value(out, v);
-  return out;
 }
 
 }  // namespace ember::serve

@@ -47,6 +47,4 @@ namespace ember::serve {
 Value to_value(const json::Json& j);
 // Reads and parses a JSON file; ember::Error naming the file and the parse error.
 Value read_json_file(const std::string& path);
-// A Value (no tensors) as JSON text.
-std::string to_json(const Value& v);
 }  // namespace ember::serve

@@ -35,6 +35,7 @@
 #include "ember/ops/reduce.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/pointwise.h"
+#include "ember/serialize/value_json.h"
 #include "ember/serve/codec.h"
 #include "ember/serve/log.h"
 #include "ember/serve/repository.h"
@@ -344,6 +345,10 @@ struct Server::Impl {
   Reply status_json();
   std::string render_metrics();
   void record(const std::shared_ptr<Meta>& meta, const Reply& r);
+  // The version a request goes to (traffic split, sticky header); sticky receives the
+  // header's value, why the 404 message when there is none.
+  std::shared_ptr<ModelVersion> route(const http::request<http::string_body>& req, const std::string& model,
+                                      const std::string& version, std::string& sticky, std::string& why);
   void submit_routed(const std::shared_ptr<Session>& s, const std::shared_ptr<Meta>& meta,
                      std::shared_ptr<ModelVersion> mv, const std::string& model, const std::string& version,
                      const std::string& sticky, const std::vector<Tensor>& inputs,
@@ -591,7 +596,7 @@ Reply unauthorized(const char* which) {
 
 Reply json_reply(const Value& v) {
   Reply r;
-  r.body = to_json(v);
+  r.body = value_to_json(v);
   return r;
 }
 
@@ -678,7 +683,7 @@ void Server::Impl::route_inference(const std::shared_ptr<Session>& s, const std:
     if (action == "ready") {
       Reply r;
       r.status = draining ? 503 : 200;
-      r.body = std::string("{\"name\":") + to_json(Value(model)) + ",\"ready\":" + (draining ? "false" : "true") + "}";
+      r.body = std::string("{\"name\":") + value_to_json(Value(model)) + ",\"ready\":" + (draining ? "false" : "true") + "}";
       return answer(std::move(r));
     }
     if (action == "drift") {
@@ -900,14 +905,8 @@ Reply encode_kserve(const ModelVersion& mv, const DecodedInfer& d, const InferRe
 void Server::Impl::kserve_infer(const std::shared_ptr<Session>& s, const std::shared_ptr<Meta>& meta,
                                 http::request<http::string_body>& req, const std::string& model,
                                 const std::string& version) {
-  std::string sticky;
-  const ModelConfig cfg = repo->model_config(model);
-  if (!cfg.sticky_header.empty()) {
-    const auto it = req.find(cfg.sticky_header);
-    if (it != req.end()) sticky = std::string(it->value());
-  }
-  std::string why;
-  std::shared_ptr<ModelVersion> mv = repo->resolve(model, version, sticky, why);
+  std::string sticky, why;
+  std::shared_ptr<ModelVersion> mv = route(req, model, version, sticky, why);
   if (!mv) return s->reply(meta, error_reply(404, why));
   auto decoded = std::make_shared<DecodedInfer>();
   try {
@@ -934,6 +933,17 @@ void Server::Impl::kserve_infer(const std::shared_ptr<Session>& s, const std::sh
       if (r.status == 200) run_shadow(*v, decoded->inputs, r.outputs);
     };
   });
+}
+
+std::shared_ptr<ModelVersion> Server::Impl::route(const http::request<http::string_body>& req,
+                                                  const std::string& model, const std::string& version,
+                                                  std::string& sticky, std::string& why) {
+  const ModelConfig cfg = repo->model_config(model);
+  if (!cfg.sticky_header.empty()) {
+    const auto it = req.find(cfg.sticky_header);
+    if (it != req.end()) sticky = std::string(it->value());
+  }
+  return repo->resolve(model, version, sticky, why);
 }
 
 void Server::Impl::submit_routed(const std::shared_ptr<Session>& s, const std::shared_ptr<Meta>& meta,
@@ -1112,14 +1122,8 @@ Reply torchserve_output(const ModelVersion& mv, const InferResult& r, bool batch
 void Server::Impl::torchserve_predict(const std::shared_ptr<Session>& s, const std::shared_ptr<Meta>& meta,
                                       http::request<http::string_body>& req, const std::string& model,
                                       const std::string& version) {
-  std::string sticky;
-  const ModelConfig cfg = repo->model_config(model);
-  if (!cfg.sticky_header.empty()) {
-    const auto it = req.find(cfg.sticky_header);
-    if (it != req.end()) sticky = std::string(it->value());
-  }
-  std::string why;
-  std::shared_ptr<ModelVersion> mv = repo->resolve(model, version, sticky, why);
+  std::string sticky, why;
+  std::shared_ptr<ModelVersion> mv = route(req, model, version, sticky, why);
   if (!mv) return s->reply(meta, error_reply(404, why));
   Tensor x;
   try {
