@@ -13,6 +13,7 @@
 // Adding an op: add one OP(...) line to the table below. `--check-coverage` (a CTest test)
 // fails when a public op declared in the op headers has no line here.
 
+#include "ember/serialize/json.h"
 #include <ember/ember.h>
 
 #include <atomic>
@@ -724,6 +725,40 @@ Value mutate_value(Ctx& c, const Value& v, int depth = 0) {
   }
 }
 
+// An ember-serve request body (KServe v2 JSON) for the JSON reader's differential check.
+constexpr const char* kServeBody =
+    R"({"id": "r1", "inputs": [{"name": "x", "shape": [2, 3], "datatype": "FP32", )"
+    R"("data": [[1, -2.5, 3e2], [0, 7, -0.125]]}, {"name": "ids", "shape": [3], "datatype": "INT64", )"
+    R"("data": [9007199254740993, -1, 42]}], "outputs": [{"name": "y", "parameters": {"binary_data": true}}]})";
+
+// The leaves of a JSON document in order, compact number arrays expanded: equal strings for
+// equal documents however they were read.
+std::string json_leaves(const json::Json& j) {
+  using T = json::Json::Type;
+  switch (j.type) {
+    case T::Null: return "n;";
+    case T::Bool: return j.b ? "t;" : "f;";
+    case T::Int: return "d" + std::to_string(static_cast<double>(j.i)) + ";";
+    case T::Double: return "d" + std::to_string(j.d) + ";";
+    case T::String: return "s" + j.s + ";";
+    case T::Array: {
+      std::string out = "[";
+      if (j.compact) {
+        for (double d : j.numbers) out += "d" + std::to_string(d) + ";";
+      } else {
+        for (const json::Json& e : j.array) out += json_leaves(e);
+      }
+      return out + "]";
+    }
+    case T::Object: {
+      std::string out = "{";
+      for (const auto& [k, v] : j.object) out += k + ":" + json_leaves(v);
+      return out + "}";
+    }
+  }
+  return "?";
+}
+
 int fuzz_files(uint64_t seed, int64_t count, double seconds) {
   char dir_tmpl[] = "/tmp/ember_fuzz_files_XXXXXX";
   const char* dir = mkdtemp(dir_tmpl);
@@ -758,10 +793,11 @@ int fuzz_files(uint64_t seed, int64_t count, double seconds) {
     if (count >= 0 && i >= count) break;
     if (count < 0 && static_cast<double>(now_ms() - t0) > seconds * 1000.0) break;
     Ctx c{std::mt19937_64(seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(i))};
-    const int kind = static_cast<int>(i % 5);
+    const int kind = static_cast<int>(i % 6);
     if (kind < 4) spill(mutated, mutate(c, valid[kind]));
     else spill(mutated, "");  // kind 4 writes a well-formed file of a hostile graph below
-    g_op = kind == 0 ? "load" : kind == 1 ? "read_idx" : kind == 2 ? "TokenDataset" : kind == 3 ? "jit::load" : "jit::graph";
+    g_op = kind == 0 ? "load" : kind == 1 ? "read_idx" : kind == 2 ? "TokenDataset" : kind == 3 ? "jit::load"
+         : kind == 4 ? "jit::graph" : "json::parse";
     g_call = i;
     g_call_start_ms = now_ms();
     try {
@@ -785,6 +821,28 @@ int fuzz_files(uint64_t seed, int64_t count, double seconds) {
           print_current("silent load of a changed graph");
           ok = false;
         }
+      } else if (kind == 5) {
+        // A mutated inference request (ember-serve's JSON): the compact-number reading and the
+        // general one agree on every document, refused or read (the same numbers, in order).
+        const std::string text = mutate(c, kServeBody);
+        std::string general, compact;
+        bool general_ok = true, compact_ok = true;
+        try {
+          general = json_leaves(json::parse(text, 64, text.size() + 16));
+        } catch (const json::ParseError&) {
+          general_ok = false;
+        }
+        try {
+          compact = json_leaves(json::parse(text, 64, text.size() + 16, nullptr, /*compact_numbers=*/true));
+        } catch (const json::ParseError&) {
+          compact_ok = false;
+        }
+        if (general_ok != compact_ok || general != compact) {
+          std::fprintf(stderr, "\n[ember_fuzz] compact and general JSON readings differ on: %s\n", text.c_str());
+          print_current("json compact_numbers mismatch");
+          ok = false;
+        }
+        general_ok ? ++loaded : ++refused;
       } else if (kind == 4) {
         // A checksummed file whose graph is hostile (ids, shapes, attributes, ops changed):
         // refused with ember::Error or run; never a crash.
