@@ -204,8 +204,7 @@ Tensor convolution(const char* op, const Tensor& input, const Tensor& weight, co
   if (profiler::is_enabled()) {
     // Multiply-adds: every element of the larger side meets one filter's worth of weights.
     const int64_t per_filter = weight.size(0) ? weight.numel() / weight.size(0) : 0;
-    profiler::annotate(profiler::shapes_of({&input, &weight, &bias}),
-                       2 * (transposed ? x.numel() : out.numel()) * per_filter);
+    profiler::annotate({&input, &weight, &bias}, 2 * (transposed ? x.numel() : out.numel()) * per_filter);
   }
   return batched ? out : out.squeeze(0);
 }

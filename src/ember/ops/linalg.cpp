@@ -113,7 +113,7 @@ Tensor product(const char* op, const Tensor& a, const Tensor& b, IntArrayRef bat
   if (profiler::is_enabled()) {
     int64_t batches = 1;
     for (int64_t d : batch) batches *= d;
-    profiler::annotate(profiler::shapes_of({&a, &b}), 2 * batches * a.size(-2) * a.size(-1) * b.size(-1));
+    profiler::annotate({&a, &b}, 2 * batches * a.size(-2) * a.size(-1) * b.size(-1));
   }
   if (autograd::needs_grad(a, b, input)) {
     return autograd::fn::matrix_product(op, a, b, input, beta, alpha,

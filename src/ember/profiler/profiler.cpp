@@ -231,12 +231,12 @@ const char* current_op_name() {
 }
 }  // namespace
 
-void detail::annotate(std::string shapes, int64_t flops) {
+void detail::annotate(std::initializer_list<const Tensor*> inputs, int64_t flops) {
   if (tl_cache.generation != g_generation.load(std::memory_order_acquire) || !tl_cache.buf) return;
   ThreadBuffer* b = tl_cache.buf;
   if (b->stack.empty()) return;
   Frame& f = b->stack.back();
-  if (tl_cache.state->options.record_shapes) f.shapes = std::move(shapes);
+  if (tl_cache.state->options.record_shapes) f.shapes = shapes_of(inputs);
   if (tl_cache.state->options.with_flops) f.flops = flops;
 }
 

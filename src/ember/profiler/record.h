@@ -10,7 +10,14 @@
 #include <initializer_list>
 #include <string>
 
+namespace ember {
+class Tensor;
+}
+
 namespace ember::profiler {
+
+// "[[2, 3], [3, 4]]": the shapes of the given tensors (undefined ones as []).
+std::string shapes_of(std::initializer_list<const Tensor*> tensors);
 
 // What produced an event; the Chrome trace's category.
 enum class EventKind : uint8_t { Op, Backward, User, DataLoader, Optimizer };
@@ -20,7 +27,7 @@ namespace detail {
 extern std::atomic<int> g_active;  // profiles recording now
 bool range_begin(const char* name, std::string owned_name, EventKind kind);  // false: not recorded
 void range_end();
-void annotate(std::string shapes, int64_t flops);
+void annotate(std::initializer_list<const Tensor*> inputs, int64_t flops);
 }  // namespace detail
 
 // True while a Profile is recording (any thread).
@@ -47,11 +54,10 @@ class RecordFunction {
   bool open_ = false;
 };
 
-// Attaches input shapes (when the profile records them) and a FLOP count to the
-// innermost open event on this thread (the op being run). Ops call it only when
-// is_enabled().
-inline void annotate(std::string shapes, int64_t flops) {
-  if (is_enabled()) detail::annotate(std::move(shapes), flops);
+// Attaches the inputs' shapes (when the profile records them) and a FLOP count to the
+// innermost open event on this thread (the op being run).
+inline void annotate(std::initializer_list<const Tensor*> inputs, int64_t flops) {
+  if (is_enabled()) detail::annotate(inputs, flops);
 }
 
 }  // namespace ember::profiler
@@ -59,11 +65,3 @@ inline void annotate(std::string shapes, int64_t flops) {
 #define EMBER_RECORD_CONCAT2(a, b) a##b
 #define EMBER_RECORD_CONCAT(a, b) EMBER_RECORD_CONCAT2(a, b)
 #define EMBER_RECORD(name) ::ember::profiler::RecordFunction EMBER_RECORD_CONCAT(ember_record_, __LINE__)(name)
-
-namespace ember {
-class Tensor;
-}
-namespace ember::profiler {
-// "[[2, 3], [3, 4]]": the shapes of the given tensors (undefined ones as []), for annotate.
-std::string shapes_of(std::initializer_list<const Tensor*> tensors);
-}  // namespace ember::profiler

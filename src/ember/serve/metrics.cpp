@@ -179,46 +179,43 @@ template class Family<Counter>;
 template class Family<Gauge>;
 template class Family<Histogram>;
 
-Family<Counter>& Registry::counter(const std::string& name, const std::string& help,
-                                   std::vector<std::string> labels) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (FamilyBase* existing = find_locked(name)) {
-    auto* same = dynamic_cast<Family<Counter>*>(existing);
+namespace {
+// The family named `name` (under the registry's lock): the existing one, or a new one.
+template <typename M>
+Family<M>& family_of(std::vector<std::unique_ptr<FamilyBase>>& families, FamilyBase* existing,
+                     const std::string& name, const std::string& help, std::vector<std::string> labels,
+                     MetricType type) {
+  if (existing) {
+    auto* same = dynamic_cast<Family<M>*>(existing);
     EMBER_CHECK(same, "[ember-serve] metric ", name, " is registered twice with different types");
     return *same;
   }
-  auto f = std::make_unique<Family<Counter>>(name, help, std::move(labels), MetricType::Counter);
-  Family<Counter>& ref = *f;
-  families_.push_back(std::move(f));
+  auto f = std::make_unique<Family<M>>(name, help, std::move(labels), type);
+  Family<M>& ref = *f;
+  families.push_back(std::move(f));
   return ref;
+}
+}  // namespace
+
+Family<Counter>& Registry::counter(const std::string& name, const std::string& help,
+                                   std::vector<std::string> labels) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return family_of<Counter>(families_, find_locked(name), name, help, std::move(labels), MetricType::Counter);
 }
 
 Family<Gauge>& Registry::gauge(const std::string& name, const std::string& help, std::vector<std::string> labels) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (FamilyBase* existing = find_locked(name)) {
-    auto* same = dynamic_cast<Family<Gauge>*>(existing);
-    EMBER_CHECK(same, "[ember-serve] metric ", name, " is registered twice with different types");
-    return *same;
-  }
-  auto f = std::make_unique<Family<Gauge>>(name, help, std::move(labels), MetricType::Gauge);
-  Family<Gauge>& ref = *f;
-  families_.push_back(std::move(f));
-  return ref;
+  return family_of<Gauge>(families_, find_locked(name), name, help, std::move(labels), MetricType::Gauge);
 }
 
 Family<Histogram>& Registry::histogram(const std::string& name, const std::string& help,
                                        std::vector<std::string> labels, std::vector<double> bounds) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (FamilyBase* existing = find_locked(name)) {
-    auto* same = dynamic_cast<Family<Histogram>*>(existing);
-    EMBER_CHECK(same, "[ember-serve] metric ", name, " is registered twice with different types");
-    return *same;
-  }
-  auto f = std::make_unique<Family<Histogram>>(name, help, std::move(labels), MetricType::Histogram);
-  f->histogram_bounds = std::move(bounds);
-  Family<Histogram>& ref = *f;
-  families_.push_back(std::move(f));
-  return ref;
+  FamilyBase* existing = find_locked(name);
+  Family<Histogram>& f = family_of<Histogram>(families_, existing, name, help, std::move(labels),
+                                              MetricType::Histogram);
+  if (!existing) f.histogram_bounds = std::move(bounds);
+  return f;
 }
 
 FamilyBase* Registry::find_locked(const std::string& name) const {

@@ -169,6 +169,18 @@ Reply error_reply(int status, const std::string& message) {
   return r;
 }
 
+// An error answer about one model version (counted and logged under it); 503s say when
+// to come back.
+Reply model_error(int status, const std::string& message, const std::string& model, const std::string& version,
+                  int64_t batch = 0) {
+  Reply r = error_reply(status, message);
+  r.model = model;
+  r.version = version;
+  r.batch = batch;
+  if (status == 503) r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
 std::string random_hex(size_t bytes) {
   std::random_device rd;
   static const char* hex = "0123456789abcdef";
@@ -837,16 +849,7 @@ Reply encode_kserve(const ModelVersion& mv, const DecodedInfer& d, const InferRe
   rep.model = mv.name();
   rep.version = mv.version();
   rep.batch = r.batch_rows;
-  if (r.status != 200) {
-    rep = [&] {
-      Reply e = error_reply(r.status, r.error);
-      e.model = mv.name();
-      e.version = mv.version();
-      if (r.status == 503) e.headers.emplace_back("Retry-After", "1");
-      return e;
-    }();
-    return rep;
-  }
+  if (r.status != 200) return model_error(r.status, r.error, mv.name(), mv.version(), r.batch_rows);
   std::vector<std::pair<size_t, bool>> chosen;
   if (d.outputs.empty()) {
     for (size_t i = 0; i < r.outputs.size(); ++i) chosen.emplace_back(i, d.binary_all);
@@ -912,16 +915,10 @@ void Server::Impl::kserve_infer(const std::shared_ptr<Session>& s, const std::sh
   try {
     *decoded = decode_kserve(req, *mv);
   } catch (const BadRequest& e) {
-    Reply r = error_reply(400, e.what());
-    r.model = model;
-    r.version = mv->version();
-    return s->reply(meta, std::move(r));
+    return s->reply(meta, model_error(400, e.what(), model, mv->version()));
   }
   if (std::string bad = mv->check_inputs(decoded->inputs); !bad.empty()) {
-    Reply r = error_reply(400, bad);
-    r.model = model;
-    r.version = mv->version();
-    return s->reply(meta, std::move(r));
+    return s->reply(meta, model_error(400, bad, model, mv->version()));
   }
   // Note [Who destroys a model version]: callbacks hold a plain pointer. They run on the
   // version's workers, and a version is destroyed only after drain() joined its workers,
@@ -962,17 +959,10 @@ void Server::Impl::submit_routed(const std::shared_ptr<Session>& s, const std::s
     mv = repo->resolve(model, version, sticky, why);
     if (!mv) return s->reply(meta, error_reply(404, why));
     if (std::string bad = mv->check_inputs(inputs); !bad.empty()) {
-      Reply r = error_reply(400, bad);
-      r.model = model;
-      r.version = mv->version();
-      return s->reply(meta, std::move(r));
+      return s->reply(meta, model_error(400, bad, model, mv->version()));
     }
   }
-  Reply r = error_reply(503, "model " + model + " is being replaced; retry");
-  r.model = model;
-  r.version = mv->version();
-  r.headers.emplace_back("Retry-After", "1");
-  s->reply(meta, std::move(r));
+  s->reply(meta, model_error(503, "model " + model + " is being replaced; retry", model, mv->version()));
 }
 
 void Server::Impl::run_shadow(const ModelVersion& served, const std::vector<Tensor>& inputs,
@@ -1075,14 +1065,7 @@ Reply torchserve_output(const ModelVersion& mv, const InferResult& r, bool batch
   rep.model = mv.name();
   rep.version = mv.version();
   rep.batch = r.batch_rows;
-  if (r.status != 200) {
-    Reply e = error_reply(r.status, r.error);
-    e.model = rep.model;
-    e.version = rep.version;
-    e.batch = rep.batch;
-    if (r.status == 503) e.headers.emplace_back("Retry-After", "1");
-    return e;
-  }
+  if (r.status != 200) return model_error(r.status, r.error, mv.name(), mv.version(), r.batch_rows);
   const Tensor& out = r.outputs[0];
   const Value& meta = mv.module().metadata();
   std::string js;
@@ -1129,16 +1112,10 @@ void Server::Impl::torchserve_predict(const std::shared_ptr<Session>& s, const s
   try {
     x = torchserve_input(req, *mv);
   } catch (const BadRequest& e) {
-    Reply r = error_reply(400, e.what());
-    r.model = model;
-    r.version = mv->version();
-    return s->reply(meta, std::move(r));
+    return s->reply(meta, model_error(400, e.what(), model, mv->version()));
   }
   if (std::string bad = mv->check_inputs({x}); !bad.empty()) {
-    Reply r = error_reply(400, bad);
-    r.model = model;
-    r.version = mv->version();
-    return s->reply(meta, std::move(r));
+    return s->reply(meta, model_error(400, bad, model, mv->version()));
   }
   const bool batched = x.dim() > 0 && x.size(0) > 1;
   // Note [Who destroys a model version]: the callback holds a plain pointer.
