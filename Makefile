@@ -72,7 +72,7 @@ bench-profiler: build
 
 sanitize: setup
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=address,undefined \
-	  -DEMBER_NATIVE=$(NATIVE) -DEMBER_WERROR=$(WERROR) -DEMBER_BUILD_PARITY=OFF -DEMBER_BUILD_BENCH=OFF \
+	  -DEMBER_NATIVE=$(NATIVE) -DEMBER_WERROR=$(WERROR) -DEMBER_BUILD_PARITY=OFF -DEMBER_BUILD_BENCH=OFF -DEMBER_BUILD_PYTHON=OFF \
 	  $(CMAKE_FLAGS) > $(ASAN_DIR).configure.log 2>&1 || (cat $(ASAN_DIR).configure.log; exit 1)
 	@cmake --build $(ASAN_DIR) -j $(JOBS)
 	@cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 ctest $(CTEST_FLAGS) -j $(JOBS) -E install
@@ -84,7 +84,7 @@ FUZZ_ENV = ASAN_OPTIONS=allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktra
   EMBER_FUZZ_SEED=$(FUZZ_SEED)
 fuzz: setup
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=address,undefined \
-	  -DEMBER_NATIVE=$(NATIVE) -DEMBER_BUILD_PARITY=OFF -DEMBER_BUILD_BENCH=OFF \
+	  -DEMBER_NATIVE=$(NATIVE) -DEMBER_BUILD_PARITY=OFF -DEMBER_BUILD_BENCH=OFF -DEMBER_BUILD_PYTHON=OFF \
 	  $(CMAKE_FLAGS) > $(ASAN_DIR).configure.log 2>&1 || (cat $(ASAN_DIR).configure.log; exit 1)
 	@cmake --build $(ASAN_DIR) -j $(JOBS) --target ember_fuzz
 	@./$(ASAN_DIR)/tests/ember_fuzz --check-coverage .

@@ -18,7 +18,7 @@ PACKAGES=(
   # data: gzip'd IDX files, and the Fashion-MNIST data set for the main job
   zlib1g-dev dataset-fashion-mnist
   # Python bindings
-  pybind11-dev python3-dev
+  pybind11-dev python3-dev python3-pytest python3-venv python3-setuptools
   # ONNX export (protobuf classes of onnx.proto) and the independent checks of its files:
   # the ONNX checker and OpenCV's dnn runtime
   libonnx-dev libprotobuf-dev python3-onnx python3-opencv

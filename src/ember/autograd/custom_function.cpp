@@ -75,8 +75,13 @@ void AutogradContext::mark_non_differentiable(const variable_list& outputs) {
 std::shared_ptr<CustomNode> CustomNode::make(const char* mangled_name, BackwardFn backward,
                                              const variable_list& inputs, std::vector<bool> is_tensor_arg) {
   if (!needs_grad_list(inputs)) return nullptr;
-  auto node = std::make_shared<CustomNode>("CppNode<" + demangle(mangled_name) + ">", backward,
-                                           std::move(is_tensor_arg));
+  return make_named("CppNode<" + demangle(mangled_name) + ">", std::move(backward), inputs, std::move(is_tensor_arg));
+}
+
+std::shared_ptr<CustomNode> CustomNode::make_named(std::string name, BackwardFn backward,
+                                                   const variable_list& inputs, std::vector<bool> is_tensor_arg) {
+  if (!needs_grad_list(inputs)) return nullptr;
+  auto node = std::make_shared<CustomNode>(std::move(name), std::move(backward), std::move(is_tensor_arg));
   collect_next_edges(*node, inputs);
   maybe_record_anomaly(*node);
   node->ctx_.grad_fn_ = node;

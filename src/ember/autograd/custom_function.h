@@ -18,6 +18,7 @@
 // set_materialize_grads(false)) and returns one gradient per forward argument (an
 // undefined Tensor for arguments that are not tensors or get no gradient).
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -97,7 +98,9 @@ class AutogradContext {
 // The backward node of a custom function (non-template part).
 class CustomNode final : public Node {
  public:
-  using BackwardFn = variable_list (*)(AutogradContext*, variable_list);
+  // A plain function for Function<T>; the Python binding passes a callable that calls the
+  // Python class's backward.
+  using BackwardFn = std::function<variable_list(AutogradContext*, variable_list)>;
   CustomNode(std::string name, BackwardFn backward, std::vector<bool> is_tensor_arg)
       : name_(std::move(name)), backward_(backward), is_tensor_arg_(std::move(is_tensor_arg)) {}
   std::string name() const override { return name_; }
@@ -109,6 +112,9 @@ class CustomNode final : public Node {
   // argument requires grad), else null.
   static std::shared_ptr<CustomNode> make(const char* mangled_name, BackwardFn backward,
                                           const variable_list& inputs, std::vector<bool> is_tensor_arg);
+  // The same with the node's name given as is (Python functions: "MyFnBackward").
+  static std::shared_ptr<CustomNode> make_named(std::string name, BackwardFn backward,
+                                                const variable_list& inputs, std::vector<bool> is_tensor_arg);
   // After forward: gives the outputs their history and saves ctx's tensors.
   void finish(const variable_list& inputs, variable_list& outputs);
 

@@ -1,0 +1,329 @@
+"""ember: tensors, autograd, nn and optim with PyTorch's Python API.
+
+A PyTorch script ports by changing its import::
+
+    import ember as torch
+
+The heavy lifting is C++ (the extension module ``ember._C``); this package adds the
+Python-level pieces torch also writes in Python: ``nn.Module``, the optimizers, the data
+loader, grad-mode context managers. See docs/python.md.
+"""
+
+import collections as _collections
+import functools as _functools
+import os as _os
+import pickle as _pickle
+import tempfile as _tempfile
+
+from . import _C
+from ._C import (  # noqa: F401  (re-exported names)
+    Tensor, dtype, float32, float, float64, double, float16, half, bfloat16, int8, uint8, int16, short,
+    int32, int, int64, long, bool, get_default_dtype, set_default_dtype, promote_types,
+    zeros, ones, empty, full, rand, randn, randint, randperm, arange, linspace, eye, scalar_tensor,
+    zeros_like, ones_like, empty_like, full_like, rand_like, randn_like,
+    cat, concat, stack, hstack, vstack, broadcast_tensors, where, pow, searchsorted, unique,
+    manual_seed, seed, get_rng_state, set_rng_state, set_num_threads, get_num_threads,
+    from_numpy, from_dlpack, is_grad_enabled, is_inference_mode_enabled, is_anomaly_enabled,
+)
+
+__version__ = "0.1.0"
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple of ints (torch.Size)."""
+
+    def __repr__(self):
+        return "ember.Size([" + ", ".join(str(s) for s in self) + "])"
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+_C._set_size_class(Size)
+
+
+class return_types:
+    """Named results of max/min/sort/topk/kthvalue, as torch.return_types."""
+    max = _collections.namedtuple("max", ["values", "indices"])
+    min = _collections.namedtuple("min", ["values", "indices"])
+    sort = _collections.namedtuple("sort", ["values", "indices"])
+    topk = _collections.namedtuple("topk", ["values", "indices"])
+    kthvalue = _collections.namedtuple("kthvalue", ["values", "indices"])
+
+
+_C._set_return_types({k: getattr(return_types, k) for k in ("max", "min", "sort", "topk", "kthvalue")})
+
+
+class device:
+    """ember runs on the CPU; device('cpu') exists so that `.to(device)` code ports."""
+
+    def __init__(self, type="cpu", index=None):
+        if isinstance(type, device):
+            type = type.type
+        type = str(type)
+        if type.split(":")[0] != "cpu":
+            raise RuntimeError(f"ember runs on the CPU only; device '{type}' is not available")
+        self.type = "cpu"
+        self.index = index
+
+    def __repr__(self):
+        return "device(type='cpu')"
+
+    def __str__(self):
+        return "cpu"
+
+    def __eq__(self, other):
+        return str(other) == "cpu"
+
+    def __hash__(self):
+        return hash("cpu")
+
+
+class _CudaStub:
+    """ember.cuda: there is no GPU backend, so is_available() is False (scripts that check
+    it fall back to the CPU path)."""
+
+    @staticmethod
+    def is_available():
+        return False
+
+    @staticmethod
+    def device_count():
+        return 0
+
+    @staticmethod
+    def manual_seed(seed):
+        pass
+
+    @staticmethod
+    def manual_seed_all(seed):
+        pass
+
+
+cuda = _CudaStub()
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """A new tensor (always a copy) from a number, a nested list/tuple, an ndarray or a tensor."""
+    t = _C._tensor(data, dtype)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Shares memory with an ndarray or tensor when the dtype matches, as torch.as_tensor."""
+    if isinstance(data, Tensor):
+        return data if dtype is None or data.dtype == dtype else data.to(dtype)
+    try:
+        import numpy as _np
+        if isinstance(data, _np.ndarray):
+            t = from_numpy(data)
+            return t if dtype is None or t.dtype == dtype else t.to(dtype)
+    except ImportError:
+        pass
+    return tensor(data, dtype=dtype)
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def numel(t):
+    return t.numel()
+
+
+def is_floating_point(t):
+    return t.is_floating_point()
+
+
+# ---- functions that are Tensor methods with the tensor first: ember.exp(x), ember.sum(x, 1) ----
+_METHOD_FUNCTIONS = """
+abs neg negative sign exp exp2 expm1 log log2 log10 log1p sqrt rsqrt reciprocal sin cos tan asin acos atan
+sinh cosh tanh sigmoid relu gelu silu softplus erf erfinv floor ceil round trunc frac clamp clamp_min clamp_max
+nan_to_num logical_not isnan isinf isfinite square
+add sub subtract mul multiply div divide true_divide floor_divide remainder fmod float_power maximum minimum atan2 lerp
+eq ne lt le gt ge greater less logical_and logical_or logical_xor isclose allclose equal
+sum mean prod max min amax amin argmax argmin var std norm logsumexp all any count_nonzero cumsum cumprod
+softmax log_softmax matmul mm bmm dot outer addmm baddbmm flip roll repeat_interleave tril triu
+index_select gather scatter scatter_add scatter_reduce index_add index_copy index_fill masked_fill masked_select
+masked_scatter nonzero bincount sort argsort topk kthvalue
+reshape transpose swapaxes movedim permute squeeze unsqueeze flatten unflatten narrow select unfold diagonal
+split chunk unbind t clone detach tile
+""".split()
+for _name in _METHOD_FUNCTIONS:
+    globals()[_name] = getattr(Tensor, _name)
+del _name
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return input.var(dim, unbiased, keepdim, correction=correction), input.mean(dim, keepdim)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return input.std(dim, unbiased, keepdim, correction=correction), input.mean(dim, keepdim)
+
+
+def numel(input):  # noqa: F811
+    return input.numel()
+
+
+# ---- grad modes (context managers and decorators, as torch's) ----
+class _DecoratorContext:
+    def __call__(self, fn):
+        @_functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__(*self._args):
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class no_grad(_DecoratorContext):
+    """Operations inside record no graph: `with ember.no_grad(): ...` or `@ember.no_grad()`."""
+
+    def __init__(self):
+        self._args = ()
+
+    def __enter__(self):
+        self._prev = _C.is_grad_enabled()
+        _C._set_grad_enabled(False)
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self._prev)
+        return False
+
+
+class enable_grad(_DecoratorContext):
+    def __init__(self):
+        self._args = ()
+
+    def __enter__(self):
+        self._prev = _C.is_grad_enabled()
+        _C._set_grad_enabled(True)
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self._prev)
+        return False
+
+
+class set_grad_enabled(_DecoratorContext):
+    """Sets grad mode now (as a function) or for a `with` block."""
+
+    def __init__(self, mode):
+        self._args = (mode,)
+        self._prev = _C.is_grad_enabled()
+        _C._set_grad_enabled(bool(mode))
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self._prev)
+        return False
+
+
+class inference_mode(_DecoratorContext):
+    """No graph, no version counting: the fastest mode for inference."""
+
+    def __init__(self, mode=True):
+        self._args = (mode,)
+        self._guard = _C._InferenceMode(bool(mode))
+
+    def __enter__(self):
+        self._guard.__enter__()
+
+    def __exit__(self, *exc):
+        self._guard.__exit__(*exc)
+        return False
+
+
+# ---- checkpoints: ember.save / ember.load ----
+def save(obj, f, pickle_protocol=4):
+    """Pickles obj (a state_dict, a tensor, any picklable object) to f.
+
+    A path is written atomically: to a temporary file in the same directory, flushed to
+    disk, then renamed over the target, so a crash mid-save never leaves a torn file.
+    """
+    if hasattr(f, "write"):
+        _pickle.dump(obj, f, protocol=pickle_protocol)
+        return
+    path = _os.fspath(f)
+    d = _os.path.dirname(_os.path.abspath(path))
+    fd, tmp = _tempfile.mkstemp(prefix=".ember-save-", dir=d)
+    try:
+        with _os.fdopen(fd, "wb") as out:
+            _pickle.dump(obj, out, protocol=pickle_protocol)
+            out.flush()
+            _os.fsync(out.fileno())
+        _os.replace(tmp, path)
+    except BaseException:
+        if _os.path.exists(tmp):
+            _os.unlink(tmp)
+        raise
+
+
+def load(f, map_location=None, weights_only=False):
+    """Reads what save() wrote (map_location is accepted for torch compatibility: CPU only)."""
+    if hasattr(f, "read"):
+        return _pickle.load(f)
+    with open(_os.fspath(f), "rb") as fh:
+        return _pickle.load(fh)
+
+
+def _rebuild_tensor(array, dtype_name, requires_grad):
+    t = from_numpy(array.copy()) if array.dtype.name != "object" else tensor(array)
+    dt = getattr(_C, dtype_name)
+    if t.dtype != dt:
+        t = t.to(dt)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _tensor_reduce_ex(self, protocol):
+    dt = str(self.dtype).split(".")[1]
+    arr = self.detach().numpy(force=True).copy()
+    if type(self) is not Tensor:  # Parameter and other subclasses rebuild themselves
+        return (_rebuild_subclass, (type(self), arr, dt, self.requires_grad, dict(getattr(self, "__dict__", {}))))
+    return (_rebuild_tensor, (arr, dt, self.requires_grad))
+
+
+def _rebuild_subclass(cls, array, dtype_name, requires_grad, state):
+    t = cls(_rebuild_tensor(array, dtype_name, False), requires_grad) if hasattr(cls, "_ember_parameter") \
+        else cls(_rebuild_tensor(array, dtype_name, requires_grad))
+    t.__dict__.update(state)
+    return t
+
+
+Tensor.__reduce_ex__ = _tensor_reduce_ex
+Tensor.__deepcopy__ = lambda self, memo: _deepcopy_tensor(self, memo)
+
+
+def _deepcopy_tensor(self, memo):
+    if id(self) in memo:
+        return memo[id(self)]
+    with no_grad():
+        c = self.clone()
+    if type(self) is not Tensor:
+        c = type(self)(c, self.requires_grad) if hasattr(type(self), "_ember_parameter") else type(self)(c)
+    elif self.requires_grad:
+        c.requires_grad_(True)
+    if self.grad is not None:
+        c.grad = self.grad.clone()
+    memo[id(self)] = c
+    return c
+
+
+def typename(obj):
+    if isinstance(obj, Tensor):
+        return obj.type()
+    return type(obj).__name__
+
+
+from . import autograd  # noqa: E402
+from . import nn  # noqa: E402
+from . import optim  # noqa: E402
+from . import utils  # noqa: E402

@@ -1,0 +1,8 @@
+"""ember.nn: Module, Parameter, the layers, losses, functional and init (torch.nn)."""
+
+from . import functional  # noqa: F401
+from . import init  # noqa: F401
+from . import utils  # noqa: F401
+from .layers import *  # noqa: F401,F403
+from .module import Module  # noqa: F401
+from .parameter import Parameter  # noqa: F401
