@@ -44,6 +44,13 @@ Tensor scalar_tensor_like(py::handle b, const Tensor& a, const char* op) {
       }()));
 }
 
+// A Python number as the operand of an arithmetic op on `a`: a bool counts as the int
+// 0/1 unless `a` is itself bool (torch: int_tensor - True == int_tensor - 1).
+Scalar number_for(const Tensor& a, py::handle b, const char* op) {
+  if (PyBool_Check(b.ptr()) && a.dtype() != kBool) return Scalar(static_cast<int64_t>(b.ptr() == Py_True));
+  return to_scalar(b, op);
+}
+
 std::optional<DType> opt_dtype(py::handle h) {
   if (h.is_none()) return std::nullopt;
   return h.cast<DType>();
@@ -103,7 +110,8 @@ Indexed apply_index(const Tensor& self, py::handle key) {
 
   Indexed r;
   r.view = self;
-  int64_t dim = 0;
+  int64_t dim = 0;      // dim of r.view the next item applies to
+  int64_t src_dim = 0;  // the same dim counted in self (for error messages)
   std::vector<std::pair<int64_t, Tensor>> adv;
   for (py::handle h : items) {
     PyObject* o = h.ptr();
@@ -112,8 +120,9 @@ Indexed apply_index(const Tensor& self, py::handle key) {
       const int64_t n = r.view.size(dim);
       if (i < -n || i >= n)
         throw py::index_error("index " + std::to_string(i) + " is out of bounds for dimension " +
-                              std::to_string(dim) + " with size " + std::to_string(n));
+                              std::to_string(src_dim) + " with size " + std::to_string(n));
       r.view = r.view.select(dim, i);
+      ++src_dim;
       continue;
     }
     if (PySlice_Check(o)) {
@@ -122,8 +131,9 @@ Indexed apply_index(const Tensor& self, py::handle key) {
       if (step <= 0) throw py::value_error("step must be greater than zero");
       const int64_t n = r.view.size(dim);
       PySlice_AdjustIndices(n, &start, &stop, step);
-      if (!(start == 0 && stop == n && step == 1)) r.view = r.view.slice(dim, start, std::max(start, static_cast<Py_ssize_t>(stop)), step);
+      if (!(start == 0 && stop == n && step == 1)) r.view = r.view.slice(dim, start, std::max(start, stop), step);
       ++dim;
+      ++src_dim;
       continue;
     }
     if (h.is_none()) {
@@ -133,6 +143,7 @@ Indexed apply_index(const Tensor& self, py::handle key) {
     }
     if (o == Py_Ellipsis) {
       dim += self.dim() - consumed;
+      src_dim += self.dim() - consumed;
       continue;
     }
     if (PyBool_Check(o)) throw py::index_error("indexing with a Python bool is not supported; use a bool tensor");
@@ -644,7 +655,7 @@ void init_tensor(py::module_& m) {
   auto add_like = [](const Tensor& a, py::handle b, py::handle alpha, bool sub) {
     const Scalar al = to_scalar(alpha, sub ? "sub" : "add");
     if (const Tensor* t = as_tensor(b)) return sub ? a.sub(*t, al) : a.add(*t, al);
-    return sub ? a.sub(to_scalar(b, "sub"), al) : a.add(to_scalar(b, "add"), al);
+    return sub ? a.sub(number_for(a, b, "sub"), al) : a.add(number_for(a, b, "add"), al);
   };
   cls.def("add", [add_like](const Tensor& a, py::handle b, py::handle alpha) { return add_like(a, b, alpha, false); },
           py::arg("other"), py::kw_only(), py::arg("alpha") = 1)
@@ -673,9 +684,9 @@ void init_tensor(py::module_& m) {
       .def("__radd__", [](const Tensor& a, py::handle b) { return a.add(to_scalar(b, "add")); })
       .def("__sub__", [](const Tensor& a, py::handle b) {
             if (const Tensor* t = as_tensor(b)) return a.sub(*t);
-            return a.sub(to_scalar(b, "sub"));
+            return a.sub(number_for(a, b, "sub"));
           })
-      .def("__rsub__", [](const Tensor& a, py::handle b) { return ember::operator-(to_scalar(b, "sub"), a); })
+      .def("__rsub__", [](const Tensor& a, py::handle b) { return ember::operator-(number_for(a, b, "sub"), a); })
       .def("__rtruediv__", [](const Tensor& a, py::handle b) { return ember::operator/(to_scalar(b, "div"), a); })
       .def("__rfloordiv__", [](const Tensor& a, py::handle b) {
             return scalar_tensor_like(b, a, "floor_divide").div(a, std::string_view("floor"));
