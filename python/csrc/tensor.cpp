@@ -44,13 +44,6 @@ Tensor scalar_tensor_like(py::handle b, const Tensor& a, const char* op) {
       }()));
 }
 
-// A Python number as the operand of an arithmetic op on `a`: a bool counts as the int
-// 0/1 unless `a` is itself bool (torch: int_tensor - True == int_tensor - 1).
-Scalar number_for(const Tensor& a, py::handle b, const char* op) {
-  if (PyBool_Check(b.ptr()) && a.dtype() != kBool) return Scalar(static_cast<int64_t>(b.ptr() == Py_True));
-  return to_scalar(b, op);
-}
-
 std::optional<DType> opt_dtype(py::handle h) {
   if (h.is_none()) return std::nullopt;
   return h.cast<DType>();
@@ -318,7 +311,8 @@ py::tuple tensor_tuple(std::vector<Tensor> v) {
 }  // namespace
 
 void init_tensor(py::module_& m) {
-  TensorClass cls(m, "Tensor");
+  // dynamic_attr: Python code sets attributes on tensors (t.name = ...), as it may on torch's.
+  TensorClass cls(m, "Tensor", py::dynamic_attr());
   cls.def(py::init<>())
       .def(py::init([](const Tensor& other) { return Tensor(other.impl_ptr()); }), py::arg("data"))
       .def("__repr__", &repr)
@@ -655,7 +649,7 @@ void init_tensor(py::module_& m) {
   auto add_like = [](const Tensor& a, py::handle b, py::handle alpha, bool sub) {
     const Scalar al = to_scalar(alpha, sub ? "sub" : "add");
     if (const Tensor* t = as_tensor(b)) return sub ? a.sub(*t, al) : a.add(*t, al);
-    return sub ? a.sub(number_for(a, b, "sub"), al) : a.add(number_for(a, b, "add"), al);
+    return sub ? a.sub(to_scalar(b, "sub"), al) : a.add(to_scalar(b, "add"), al);
   };
   cls.def("add", [add_like](const Tensor& a, py::handle b, py::handle alpha) { return add_like(a, b, alpha, false); },
           py::arg("other"), py::kw_only(), py::arg("alpha") = 1)
@@ -684,9 +678,9 @@ void init_tensor(py::module_& m) {
       .def("__radd__", [](const Tensor& a, py::handle b) { return a.add(to_scalar(b, "add")); })
       .def("__sub__", [](const Tensor& a, py::handle b) {
             if (const Tensor* t = as_tensor(b)) return a.sub(*t);
-            return a.sub(number_for(a, b, "sub"));
+            return a.sub(to_scalar(b, "sub"));
           })
-      .def("__rsub__", [](const Tensor& a, py::handle b) { return ember::operator-(number_for(a, b, "sub"), a); })
+      .def("__rsub__", [](const Tensor& a, py::handle b) { return ember::operator-(to_scalar(b, "sub"), a); })
       .def("__rtruediv__", [](const Tensor& a, py::handle b) { return ember::operator/(to_scalar(b, "div"), a); })
       .def("__rfloordiv__", [](const Tensor& a, py::handle b) {
             return scalar_tensor_like(b, a, "floor_divide").div(a, std::string_view("floor"));

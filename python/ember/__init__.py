@@ -9,6 +9,7 @@ Python-level pieces torch also writes in Python: ``nn.Module``, the optimizers, 
 loader, grad-mode context managers. See docs/python.md.
 """
 
+import builtins as _builtins
 import collections as _collections
 import functools as _functools
 import os as _os
@@ -159,6 +160,15 @@ for _name in _METHOD_FUNCTIONS:
 del _name
 
 
+def _tensor_unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    if dim is not None:
+        raise NotImplementedError("unique(dim=...) is not supported; flatten or loop over the dim")
+    return unique(self, sorted, return_inverse, return_counts)
+
+
+Tensor.unique = _tensor_unique
+
+
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return input.var(dim, unbiased, keepdim, correction=correction), input.mean(dim, keepdim)
 
@@ -215,7 +225,7 @@ class set_grad_enabled(_DecoratorContext):
     def __init__(self, mode):
         self._args = (mode,)
         self._prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(bool(mode))
+        _C._set_grad_enabled(_builtins.bool(mode))
 
     def __enter__(self):
         pass
@@ -230,7 +240,7 @@ class inference_mode(_DecoratorContext):
 
     def __init__(self, mode=True):
         self._args = (mode,)
-        self._guard = _C._InferenceMode(bool(mode))
+        self._guard = _C._InferenceMode(_builtins.bool(mode))
 
     def __enter__(self):
         self._guard.__enter__()

@@ -12,8 +12,7 @@ class Adagrad(Optimizer):
             if v < 0.0:
                 raise ValueError(f"Invalid {name}: {v}")
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
-                        initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize,
-                        differentiable=differentiable)
+                        initial_accumulator_value=initial_accumulator_value, foreach=foreach, maximize=maximize)
         super().__init__(params, defaults)
         for group in self.param_groups:
             for p in group["params"]:

@@ -58,3 +58,8 @@ class AdamW(Adam):
                  maximize=False, foreach=None, capturable=False, differentiable=False, fused=None):
         super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach, maximize=maximize,
                          capturable=capturable, differentiable=differentiable, fused=fused)
+        for group in self.param_groups:  # torch 1.13's AdamW groups have neither key
+            group.pop("differentiable", None)
+            group.pop("fused", None)
+        self.defaults.pop("differentiable", None)
+        self.defaults.pop("fused", None)

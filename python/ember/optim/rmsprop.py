@@ -1,7 +1,7 @@
 """RMSprop (torch 1.13's rule), in ember's fused loop."""
 
 from .. import _C
-from .optimizer import Optimizer, _step_value
+from .optimizer import Optimizer
 
 _optim = _C._optim
 
@@ -28,13 +28,13 @@ class RMSprop(Optimizer):
                         continue
                     state = self.state[p]
                     if len(state) == 0:
-                        state["step"] = _C.scalar_tensor(0.0)
+                        state["step"] = 0  # an int in torch 1.13's RMSprop
                         state["square_avg"] = _C.zeros_like(p)
                         if group["momentum"] > 0:
                             state["momentum_buffer"] = _C.zeros_like(p)
                         if group["centered"]:
                             state["grad_avg"] = _C.zeros_like(p)
-                    _step_value(state)
+                    state["step"] += 1
                     _optim.rmsprop_step(p, state["square_avg"], state.get("grad_avg"), state.get("momentum_buffer"),
                                         group["lr"], group["alpha"], group["eps"], group["weight_decay"],
                                         group["momentum"], group["centered"], group["maximize"])

@@ -32,8 +32,10 @@ class SGD(Optimizer):
                     if p.grad is None:
                         continue
                     buf, init = None, False
-                    if momentum != 0:
-                        state = self.state[p]
+                    state = self.state[p]
+                    if momentum == 0:
+                        state["momentum_buffer"] = None  # as torch 1.13 records it
+                    else:
                         buf = state.get("momentum_buffer")
                         if buf is None:
                             buf = _C.zeros_like(p)
