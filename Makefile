@@ -14,6 +14,7 @@
 #   make bench-quant  dynamic int8 against float32 in ember and PyTorch (quantize_dynamic), MLP at
 #                   batch 1 and 64 (BENCH_FLAGS="--only cnn --rounds 7", see bench/quant.py)
 #   make bench-profiler  profiler overhead on the training step: ember::profiler against torch.profiler
+#   make bench-python  Python overhead: tiny ops, an MLP step and a Python training epoch, ember vs torch
 #   make sanitize   build with -fsanitize=address,undefined in build-asan/ and run the tests
 #   make fuzz       the op fuzzer under ASan+UBSan for FUZZ_SECONDS (default 3600), seed FUZZ_SEED
 #
@@ -30,7 +31,7 @@ CTEST_FLAGS ?= --output-on-failure --timeout 900
 
 CONFIGURE = cmake -S . -DCMAKE_BUILD_TYPE=Release -DEMBER_NATIVE=$(NATIVE) -DEMBER_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
-.PHONY: all setup build test demo bench bench-train bench-infer bench-serve bench-quant bench-profiler sanitize fuzz clean
+.PHONY: all setup build test demo bench bench-train bench-infer bench-serve bench-quant bench-profiler bench-python sanitize fuzz clean
 
 all: build
 
@@ -69,6 +70,9 @@ bench-quant: build
 bench-profiler: build
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench_profiler
 	@/usr/bin/python3 bench/profiler.py --build $(BUILD_DIR) $(BENCH_FLAGS)
+
+bench-python: build
+	@/usr/bin/python3 bench/python.py --build $(BUILD_DIR) $(BENCH_FLAGS)
 
 sanitize: setup
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=address,undefined \
