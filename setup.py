@@ -37,6 +37,9 @@ class CMakeBuild(build_ext):
         if not built:
             raise RuntimeError(f"the CMake build in {build_dir} produced no ember/_C*.so")
         shutil.copyfile(built[0], target)
+        stub = os.path.join(build_dir, "python", "ember", "_C.pyi")
+        if os.path.exists(stub):
+            shutil.copyfile(stub, os.path.join(os.path.dirname(target), "_C.pyi"))
         for lib in glob.glob(os.path.join(build_dir, "libember.so*")):
             dest = os.path.join(os.path.dirname(target), os.path.basename(lib))
             if os.path.islink(lib):

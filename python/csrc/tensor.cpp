@@ -311,6 +311,7 @@ py::tuple tensor_tuple(std::vector<Tensor> v) {
 }  // namespace
 
 void init_tensor(py::module_& m) {
+  py::class_<RemovableHandle>(m, "RemovableHandle").def("remove", &RemovableHandle::remove);
   // dynamic_attr: Python code sets attributes on tensors (t.name = ...), as it may on torch's.
   TensorClass cls(m, "Tensor", py::dynamic_attr());
   cls.def(py::init<>())
@@ -966,7 +967,6 @@ void init_tensor(py::module_& m) {
           }, py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
           py::arg("device") = py::none(), py::arg("requires_grad") = false);
 
-  py::class_<RemovableHandle>(m, "RemovableHandle").def("remove", &RemovableHandle::remove);
 }
 
 }  // namespace ember::python

@@ -142,22 +142,149 @@ def is_floating_point(t):
 
 
 # ---- functions that are Tensor methods with the tensor first: ember.exp(x), ember.sum(x, 1) ----
-_METHOD_FUNCTIONS = """
-abs neg negative sign exp exp2 expm1 log log2 log10 log1p sqrt rsqrt reciprocal sin cos tan asin acos atan
-sinh cosh tanh sigmoid relu gelu silu softplus erf erfinv floor ceil round trunc frac clamp clamp_min clamp_max
-nan_to_num logical_not isnan isinf isfinite square
-add sub subtract mul multiply div divide true_divide floor_divide remainder fmod float_power maximum minimum atan2 lerp
-eq ne lt le gt ge greater less logical_and logical_or logical_xor isclose allclose equal
-sum mean prod max min amax amin argmax argmin var std norm logsumexp all any count_nonzero cumsum cumprod
-softmax log_softmax matmul mm bmm dot outer addmm baddbmm flip roll repeat_interleave tril triu
-index_select gather scatter scatter_add scatter_reduce index_add index_copy index_fill masked_fill masked_select
-masked_scatter nonzero bincount sort argsort topk kthvalue
-reshape transpose swapaxes movedim permute squeeze unsqueeze flatten unflatten narrow select unfold diagonal
-split chunk unbind t clone detach tile
-""".split()
-for _name in _METHOD_FUNCTIONS:
-    globals()[_name] = getattr(Tensor, _name)
-del _name
+abs = Tensor.abs
+neg = Tensor.neg
+negative = Tensor.negative
+sign = Tensor.sign
+exp = Tensor.exp
+exp2 = Tensor.exp2
+expm1 = Tensor.expm1
+log = Tensor.log
+log2 = Tensor.log2
+log10 = Tensor.log10
+log1p = Tensor.log1p
+sqrt = Tensor.sqrt
+rsqrt = Tensor.rsqrt
+reciprocal = Tensor.reciprocal
+sin = Tensor.sin
+cos = Tensor.cos
+tan = Tensor.tan
+asin = Tensor.asin
+acos = Tensor.acos
+atan = Tensor.atan
+sinh = Tensor.sinh
+cosh = Tensor.cosh
+tanh = Tensor.tanh
+sigmoid = Tensor.sigmoid
+relu = Tensor.relu
+gelu = Tensor.gelu
+silu = Tensor.silu
+softplus = Tensor.softplus
+erf = Tensor.erf
+erfinv = Tensor.erfinv
+floor = Tensor.floor
+ceil = Tensor.ceil
+round = Tensor.round
+trunc = Tensor.trunc
+frac = Tensor.frac
+clamp = Tensor.clamp
+clamp_min = Tensor.clamp_min
+clamp_max = Tensor.clamp_max
+nan_to_num = Tensor.nan_to_num
+logical_not = Tensor.logical_not
+isnan = Tensor.isnan
+isinf = Tensor.isinf
+isfinite = Tensor.isfinite
+square = Tensor.square
+add = Tensor.add
+sub = Tensor.sub
+subtract = Tensor.subtract
+mul = Tensor.mul
+multiply = Tensor.multiply
+div = Tensor.div
+divide = Tensor.divide
+true_divide = Tensor.true_divide
+floor_divide = Tensor.floor_divide
+remainder = Tensor.remainder
+fmod = Tensor.fmod
+float_power = Tensor.float_power
+maximum = Tensor.maximum
+minimum = Tensor.minimum
+atan2 = Tensor.atan2
+lerp = Tensor.lerp
+eq = Tensor.eq
+ne = Tensor.ne
+lt = Tensor.lt
+le = Tensor.le
+gt = Tensor.gt
+ge = Tensor.ge
+greater = Tensor.greater
+less = Tensor.less
+logical_and = Tensor.logical_and
+logical_or = Tensor.logical_or
+logical_xor = Tensor.logical_xor
+isclose = Tensor.isclose
+allclose = Tensor.allclose
+equal = Tensor.equal
+sum = Tensor.sum
+mean = Tensor.mean
+prod = Tensor.prod
+max = Tensor.max
+min = Tensor.min
+amax = Tensor.amax
+amin = Tensor.amin
+argmax = Tensor.argmax
+argmin = Tensor.argmin
+var = Tensor.var
+std = Tensor.std
+norm = Tensor.norm
+logsumexp = Tensor.logsumexp
+all = Tensor.all
+any = Tensor.any
+count_nonzero = Tensor.count_nonzero
+cumsum = Tensor.cumsum
+cumprod = Tensor.cumprod
+softmax = Tensor.softmax
+log_softmax = Tensor.log_softmax
+matmul = Tensor.matmul
+mm = Tensor.mm
+bmm = Tensor.bmm
+dot = Tensor.dot
+outer = Tensor.outer
+addmm = Tensor.addmm
+baddbmm = Tensor.baddbmm
+flip = Tensor.flip
+roll = Tensor.roll
+repeat_interleave = Tensor.repeat_interleave
+tril = Tensor.tril
+triu = Tensor.triu
+index_select = Tensor.index_select
+gather = Tensor.gather
+scatter = Tensor.scatter
+scatter_add = Tensor.scatter_add
+scatter_reduce = Tensor.scatter_reduce
+index_add = Tensor.index_add
+index_copy = Tensor.index_copy
+index_fill = Tensor.index_fill
+masked_fill = Tensor.masked_fill
+masked_select = Tensor.masked_select
+masked_scatter = Tensor.masked_scatter
+nonzero = Tensor.nonzero
+bincount = Tensor.bincount
+sort = Tensor.sort
+argsort = Tensor.argsort
+topk = Tensor.topk
+kthvalue = Tensor.kthvalue
+reshape = Tensor.reshape
+transpose = Tensor.transpose
+swapaxes = Tensor.swapaxes
+movedim = Tensor.movedim
+permute = Tensor.permute
+squeeze = Tensor.squeeze
+unsqueeze = Tensor.unsqueeze
+flatten = Tensor.flatten
+unflatten = Tensor.unflatten
+narrow = Tensor.narrow
+select = Tensor.select
+unfold = Tensor.unfold
+diagonal = Tensor.diagonal
+split = Tensor.split
+chunk = Tensor.chunk
+unbind = Tensor.unbind
+t = Tensor.t
+clone = Tensor.clone
+detach = Tensor.detach
+tile = Tensor.tile
 
 
 def _tensor_unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):
