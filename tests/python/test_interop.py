@@ -116,3 +116,13 @@ def test_custom_function_example_runs():
                          capture_output=True, text=True, timeout=120, env=dict(os.environ))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "gradcheck: True" in out.stdout and "max |custom - built-in softplus| grad:" in out.stdout
+
+
+def test_quickstart_example_prints_what_the_docs_show():
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "examples", "python", "quickstart.py")],
+                         capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert out.returncode == 0, out.stdout + out.stderr
+    docs = open(os.path.join(ROOT, "docs", "python.md")).read()
+    for line in out.stdout.strip().splitlines():
+        assert line in docs, f"docs/python.md does not show the example's output line {line!r}"
+    assert "train accuracy 1.00" in out.stdout
