@@ -42,5 +42,6 @@ void init_functions(py::module_& m);
 void init_autograd(py::module_& m);
 void init_optim(py::module_& m);
 void init_interop(py::module_& m);
+void init_nn_modules(py::module_& m);
 
 }  // namespace ember::python

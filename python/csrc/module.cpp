@@ -157,6 +157,7 @@ PYBIND11_MODULE(_C, m) {
   init_autograd(m);
   init_optim(m);
   init_interop(m);
+  init_nn_modules(m);
   // Globals holding Python objects must die before the interpreter does.
   py::module_::import("atexit").attr("register")(py::cpp_function([]() {
     g_size_class = py::object();

@@ -217,3 +217,48 @@ def test_init_functions_fill_in_place_with_the_right_statistics():
     enn.init.zeros_(w)
     assert w.abs().sum().item() == 0
     assert enn.init.calculate_gain("relu") == pytest.approx(2 ** 0.5)
+
+
+@pytest.mark.parametrize("kind,kwargs", [("LSTM", dict(num_layers=2)), ("GRU", dict(batch_first=True)),
+                                         ("RNN", dict(bidirectional=True)), ("LSTM", dict(bidirectional=True))])
+def test_recurrent_layers_match_torch(kind, kwargs):
+    emod, tmod = getattr(enn, kind)(3, 5, **kwargs), getattr(torch.nn, kind)(3, 5, **kwargs)
+    copy_weights(emod, tmod)
+    assert list(emod.state_dict().keys()) == list(tmod.state_dict().keys())
+    a = np.random.randn(4, 2, 3).astype(np.float32)
+    ex, tx = ember.from_numpy(a.copy()).requires_grad_(), torch.from_numpy(a.copy()).requires_grad_()
+    eo, eh = emod(ex)
+    to, th = tmod(tx)
+    assert_close(eo, to, 1e-4, 1e-5)
+    assert_close(list(eh) if kind == "LSTM" else eh, list(th) if kind == "LSTM" else th, 1e-4, 1e-5)
+    eo.sum().backward()
+    to.sum().backward()
+    for (en, ep), (tn, tp) in zip(emod.named_parameters(), tmod.named_parameters()):
+        assert en == tn
+        assert_close(ep.grad, tp.grad, 1e-4, 1e-5)
+    assert_close(ex.grad, tx.grad, 1e-4, 1e-5)
+    assert repr(emod) == repr(tmod)
+    opt = ember.optim.SGD(emod.parameters(), lr=0.1)
+    before = emod.state_dict()[next(iter(emod.state_dict()))].clone()
+    opt.step()  # the optimizer updates the tensors the C++ module computes with
+    assert not emod.state_dict()[next(iter(emod.state_dict()))].equal(before)
+    eo2, _ = emod(ex)
+    assert not eo2.detach().equal(eo.detach())
+
+
+def test_multihead_attention_and_encoder_layer_match_torch():
+    emha, tmha = enn.MultiheadAttention(8, 2, batch_first=True), torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    copy_weights(emha, tmha)
+    assert list(emha.state_dict().keys()) == list(tmha.state_dict().keys())
+    a = np.random.randn(2, 5, 8).astype(np.float32)
+    eq, tq = ember.from_numpy(a.copy()), torch.from_numpy(a.copy())
+    mask = np.triu(np.ones((5, 5), dtype=bool), 1)
+    eo, ew = emha(eq, eq, eq, attn_mask=ember.from_numpy(mask))
+    to, tw = tmha(tq, tq, tq, attn_mask=torch.from_numpy(mask))
+    assert_close(eo, to, 1e-4, 1e-5)
+    assert_close(ew, tw, 1e-4, 1e-5)
+    assert repr(emha) == repr(tmha)
+    elayer = enn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True, norm_first=True)
+    tlayer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True,
+                                              norm_first=True)
+    check_layer(elayer.eval(), tlayer.eval(), (2, 5, 8))

@@ -284,7 +284,7 @@ class Module:
                 continue
             with _no_grad():
                 new = fn(p)
-            if new is p:
+            if new is p or (new.dtype == p.dtype and new.data_ptr() == p.data_ptr() and new.shape == p.shape):
                 continue
             np = Parameter(new, p.requires_grad)
             if p.grad is not None:

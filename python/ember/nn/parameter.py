@@ -16,6 +16,14 @@ class Parameter(Tensor):
         super().__init__(data.detach())
         self.requires_grad_(requires_grad)
 
+    @classmethod
+    def _share(cls, tensor):
+        """A Parameter that is `tensor` itself (the same TensorImpl: gradients accumulate
+        in one place), for parameters owned by ember's C++ modules."""
+        p = cls.__new__(cls)
+        Tensor.__init__(p, tensor)
+        return p
+
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
 
