@@ -62,7 +62,7 @@ std::function<void(void*)> keep_alive(py::object owner) {
 
 py::array to_numpy(const Tensor& t, bool force) {
   if (t.requires_grad() && !force)
-    throw py::value_error("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.");
+    throw std::runtime_error("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.");
   const Tensor src = force && t.dtype() == kBFloat16 ? t.detach().to(kFloat32) : t.detach();
   py::dtype dt = numpy_dtype(src.dtype(), "numpy");
   std::vector<py::ssize_t> shape(src.sizes().begin(), src.sizes().end());
@@ -119,7 +119,8 @@ Tensor tensor_from_data(py::handle data, std::optional<DType> dtype) {
   }
   const DType target = dtype.value_or(*inferred);
   const DType via = target == kBFloat16 ? kFloat32 : target;
-  py::array c = np.attr("ascontiguousarray")(arr, numpy_dtype(via, "tensor"));
+  // np.array(order="C"), not ascontiguousarray (which makes 0-d arrays 1-d).
+  py::array c = np.attr("array")(arr, py::arg("dtype") = numpy_dtype(via, "tensor"), py::arg("order") = "C");
   std::vector<int64_t> sizes(c.shape(), c.shape() + c.ndim());
   Tensor out = empty(sizes, TensorOptions(via));
   if (out.nbytes() > 0) std::memcpy(out.data_ptr(), c.data(), out.nbytes());

@@ -151,6 +151,19 @@ void init_dtype(py::module_& m) {
 PYBIND11_MODULE(_C, m) {
   m.doc() = "ember's C++ core (tensors, ops, autograd); import the `ember` package instead.";
   using namespace ember::python;
+  // ember::Error -> RuntimeError with the same text, or IndexError where torch raises one
+  // (an index or dim outside its range), so `except IndexError` code ports unchanged.
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const ember::Error& e) {
+      const std::string_view msg = e.message();
+      const bool index = msg.find("out of range") != std::string_view::npos ||
+                         msg.find("out of bounds") != std::string_view::npos ||
+                         msg.find("index outside") != std::string_view::npos;
+      PyErr_SetString(index ? PyExc_IndexError : PyExc_RuntimeError, e.what());
+    }
+  });
   init_dtype(m);
   init_tensor(m);
   init_functions(m);

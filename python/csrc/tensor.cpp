@@ -367,7 +367,7 @@ void init_tensor(py::module_& m) {
           })
       .def("__bool__", [](const Tensor& t) {
             if (t.numel() != 1)
-              throw py::value_error("Boolean value of Tensor with more than one value is ambiguous");
+              throw std::runtime_error("Boolean value of Tensor with more than one value is ambiguous");
             return t.item<double>() != 0.0;
           })
       .def("__float__", [](const Tensor& t) {

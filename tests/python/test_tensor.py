@@ -236,7 +236,7 @@ def test_repr_item_tolist_and_conversions():
     assert isinstance(ember.tensor([3])[0].item(), int)
     assert float(e[0, 1]) == 2.0 and int(e[1, 0]) == 3
     assert bool(ember.tensor([1])) is True
-    with pytest.raises(ValueError, match="Boolean value of Tensor with more than one value is ambiguous"):
+    with pytest.raises(RuntimeError, match="Boolean value of Tensor with more than one value is ambiguous"):
         bool(e)
     with pytest.raises(ValueError, match="only one element tensors can be converted to Python scalars"):
         e.item()
@@ -244,6 +244,7 @@ def test_repr_item_tolist_and_conversions():
     assert e.to(ember.float16).dtype == ember.float16
     assert e.to("cpu") is not None and str(e.device) == "cpu"
     assert ember.tensor(True).dtype == ember.bool
+    assert ember.tensor(1.5).dim() == 0 and ember.tensor(1.5).shape == () and ember.tensor(1.5).item() == 1.5
     assert ember.tensor(np.arange(3, dtype=np.int32)).dtype == ember.int32
     assert ember.tensor([1, 2], dtype=ember.float64).dtype == ember.float64
 
