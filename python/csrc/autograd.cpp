@@ -37,20 +37,6 @@ variable_list tensor_seq(py::handle h, const char* op, const char* arg) {
   return out;
 }
 
-// A Python object owned from C++ that may be released on a thread without the GIL.
-struct PyRef {
-  py::object obj;
-  explicit PyRef(py::object o) : obj(std::move(o)) {}
-  ~PyRef() {
-    if (!Py_IsInitialized()) {
-      obj.release();
-      return;
-    }
-    py::gil_scoped_acquire gil;
-    obj = py::object();
-  }
-};
-
 // Function.apply(*args): runs cls.forward(ctx, *args) with grad off and, when a graph is
 // recorded, gives the outputs a CustomNode whose backward calls cls.backward(ctx, *grads).
 py::object function_apply(py::object cls, py::args args) {
@@ -179,15 +165,21 @@ void init_autograd(py::module_& m) {
   py::module_ ag = m.def_submodule("_autograd", "autograd's C++ part");
   ag.def("backward", [](py::handle tensors, py::handle grad_tensors, std::optional<bool> retain_graph, bool create_graph,
                         py::handle inputs) {
-        autograd::backward(tensor_seq(tensors, "backward", "tensors"), tensor_seq(grad_tensors, "backward", "grad_tensors"),
-                           retain_graph, create_graph, tensor_seq(inputs, "backward", "inputs"));
+        const variable_list t = tensor_seq(tensors, "backward", "tensors");
+        const variable_list g = tensor_seq(grad_tensors, "backward", "grad_tensors");
+        const variable_list in = tensor_seq(inputs, "backward", "inputs");
+        without_gil([&] {
+          autograd::backward(t, g, retain_graph, create_graph, in);
+          return 0;
+        });
       }, py::arg("tensors"), py::arg("grad_tensors") = py::none(), py::arg("retain_graph") = py::none(),
       py::arg("create_graph") = false, py::arg("inputs") = py::none());
   ag.def("grad", [](py::handle outputs, py::handle inputs, py::handle grad_outputs, std::optional<bool> retain_graph,
                     bool create_graph, bool allow_unused) {
-        variable_list r = autograd::grad(tensor_seq(outputs, "grad", "outputs"), tensor_seq(inputs, "grad", "inputs"),
-                                         tensor_seq(grad_outputs, "grad", "grad_outputs"), retain_graph, create_graph,
-                                         allow_unused);
+        const variable_list outs = tensor_seq(outputs, "grad", "outputs");
+        const variable_list ins = tensor_seq(inputs, "grad", "inputs");
+        const variable_list gos = tensor_seq(grad_outputs, "grad", "grad_outputs");
+        variable_list r = without_gil([&] { return autograd::grad(outs, ins, gos, retain_graph, create_graph, allow_unused); });
         py::tuple out(r.size());
         for (size_t i = 0; i < r.size(); ++i) out[i] = r[i].defined() ? wrap(r[i]) : py::none();
         return out;
@@ -200,10 +192,12 @@ void init_autograd(py::module_& m) {
         o.atol = atol;
         o.rtol = rtol;
         o.raise = raise;
-        auto f = [fn](const variable_list& in) -> variable_list {
+        auto ref = std::make_shared<PyRef>(fn);
+        auto f = [ref](const variable_list& in) -> variable_list {
+          py::gil_scoped_acquire gil;
           py::tuple args(in.size());
           for (size_t i = 0; i < in.size(); ++i) args[i] = wrap(in[i]);
-          py::object r = fn(*args);
+          py::object r = ref->obj(*args);
           return tensor_seq(r, "gradcheck", "outputs");
         };
         const variable_list in = tensor_seq(inputs, "gradcheck", "inputs");
@@ -211,10 +205,12 @@ void init_autograd(py::module_& m) {
       }, py::arg("func"), py::arg("inputs"), py::arg("eps"), py::arg("atol"), py::arg("rtol"), py::arg("raise_exception"),
       py::arg("second_order"));
   ag.def("checkpoint", [](py::function fn, py::args args, bool preserve_rng_state) {
-        auto f = [fn](const variable_list& in) -> variable_list {
+        auto ref = std::make_shared<PyRef>(fn);
+        auto f = [ref](const variable_list& in) -> variable_list {
+          py::gil_scoped_acquire gil;  // backward reruns it with the GIL released
           py::tuple a(in.size());
           for (size_t i = 0; i < in.size(); ++i) a[i] = wrap(in[i]);
-          py::object r = fn(*a);
+          py::object r = ref->obj(*a);
           return tensor_seq(r, "checkpoint", "outputs");
         };
         variable_list r = autograd::checkpoint(f, tensor_seq(args, "checkpoint", "inputs"), preserve_rng_state);

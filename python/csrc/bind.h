@@ -36,6 +36,34 @@ py::object values_indices(const char* name, std::tuple<Tensor, Tensor> r);
 // Wraps an exception-free conversion of a C++ Tensor result.
 inline py::object wrap(Tensor t) { return py::cast(std::move(t)); }
 
+// Runs f() with the GIL released, so other Python threads (DataLoader workers, a
+// server's request threads) run while ember computes. For calls whose C++ work is large
+// enough to be worth it (matrix products, convolutions, norms, backward, optimizer
+// steps, cat/stack) and that touch no Python object: convert the arguments first.
+template <typename F>
+auto without_gil(F&& f) {
+  py::gil_scoped_release release;
+  return f();
+}
+
+// A Python object owned from C++ code that may drop it without the GIL (autograd nodes,
+// hooks and checkpoint functions die inside backward, which runs with the GIL released):
+// the destructor takes the GIL. Hold one through a std::shared_ptr.
+struct PyRef {
+  py::object obj;
+  explicit PyRef(py::object o) : obj(std::move(o)) {}
+  PyRef(const PyRef&) = delete;
+  PyRef& operator=(const PyRef&) = delete;
+  ~PyRef() {
+    if (!Py_IsInitialized()) {
+      obj.release();  // interpreter gone: leak rather than crash
+      return;
+    }
+    py::gil_scoped_acquire gil;
+    obj = py::object();
+  }
+};
+
 void init_dtype(py::module_& m);
 void init_tensor(py::module_& m);
 void init_functions(py::module_& m);

@@ -140,9 +140,15 @@ void init_functions(py::module_& m) {
       }, py::arg("s"), py::kw_only(), py::arg("dtype") = py::none());
 
   // ---- joining ----
-  m.def("cat", [](py::handle ts, int64_t dim) { return cat(tensors_arg(ts, "cat"), dim); }, py::arg("tensors"), py::arg("dim") = 0);
+  m.def("cat", [](py::handle ts, int64_t dim) {
+        const auto v = tensors_arg(ts, "cat");
+        return without_gil([&] { return cat(v, dim); });
+      }, py::arg("tensors"), py::arg("dim") = 0);
   m.def("concat", [](py::handle ts, int64_t dim) { return cat(tensors_arg(ts, "concat"), dim); }, py::arg("tensors"), py::arg("dim") = 0);
-  m.def("stack", [](py::handle ts, int64_t dim) { return stack(tensors_arg(ts, "stack"), dim); }, py::arg("tensors"), py::arg("dim") = 0);
+  m.def("stack", [](py::handle ts, int64_t dim) {
+        const auto v = tensors_arg(ts, "stack");
+        return without_gil([&] { return stack(v, dim); });
+      }, py::arg("tensors"), py::arg("dim") = 0);
   m.def("hstack", [](py::handle ts) { return hstack(tensors_arg(ts, "hstack")); }, py::arg("tensors"));
   m.def("vstack", [](py::handle ts) { return vstack(tensors_arg(ts, "vstack")); }, py::arg("tensors"));
   m.def("broadcast_tensors", [](py::args ts) {
@@ -204,7 +210,10 @@ void init_functions(py::module_& m) {
   // ---- torch.nn.functional (the C++ part; nn/functional.py adds the rest) ----
   py::module_ nn = m.def_submodule("_nn", "torch.nn.functional's C++ kernels");
   namespace F = ember::nn::functional;
-  nn.def("linear", [](const Tensor& x, const Tensor& w, py::handle b) { return F::linear(x, w, opt_tensor(b)); },
+  nn.def("linear", [](const Tensor& x, const Tensor& w, py::handle b) {
+         const Tensor bias = opt_tensor(b);
+         return without_gil([&] { return F::linear(x, w, bias); });
+       },
          py::arg("input"), py::arg("weight"), py::arg("bias") = py::none());
   nn.def("bilinear", [](const Tensor& x1, const Tensor& x2, const Tensor& w, py::handle b) {
          return F::bilinear(x1, x2, w, opt_tensor(b));
@@ -214,9 +223,12 @@ void init_functions(py::module_& m) {
          const auto s = to_int_list(stride, "conv1d", "stride"), d = to_int_list(dilation, "conv1d", "dilation");
          if (PyUnicode_Check(padding.ptr())) {
            const std::string p = py::str(padding);
-           return ember::conv1d(x, w, opt_tensor(b), s, p.c_str(), d, groups);
+           const Tensor bias = opt_tensor(b);
+           return without_gil([&] { return ember::conv1d(x, w, bias, s, p.c_str(), d, groups); });
          }
-         return ember::conv1d(x, w, opt_tensor(b), s, IntArrayRef(to_int_list(padding, "conv1d", "padding")), d, groups);
+         const Tensor bias = opt_tensor(b);
+         const auto pad = to_int_list(padding, "conv1d", "padding");
+         return without_gil([&] { return ember::conv1d(x, w, bias, s, IntArrayRef(pad), d, groups); });
        }, py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("stride") = 1, py::arg("padding") = 0,
        py::arg("dilation") = 1, py::arg("groups") = 1);
   nn.def("conv2d", [](const Tensor& x, const Tensor& w, py::handle b, py::handle stride, py::handle padding,
@@ -224,9 +236,12 @@ void init_functions(py::module_& m) {
          const auto s = to_int_list(stride, "conv2d", "stride"), d = to_int_list(dilation, "conv2d", "dilation");
          if (PyUnicode_Check(padding.ptr())) {
            const std::string p = py::str(padding);
-           return ember::conv2d(x, w, opt_tensor(b), s, p.c_str(), d, groups);
+           const Tensor bias = opt_tensor(b);
+           return without_gil([&] { return ember::conv2d(x, w, bias, s, p.c_str(), d, groups); });
          }
-         return ember::conv2d(x, w, opt_tensor(b), s, IntArrayRef(to_int_list(padding, "conv2d", "padding")), d, groups);
+         const Tensor bias = opt_tensor(b);
+         const auto pad = to_int_list(padding, "conv2d", "padding");
+         return without_gil([&] { return ember::conv2d(x, w, bias, s, IntArrayRef(pad), d, groups); });
        }, py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("stride") = 1, py::arg("padding") = 0,
        py::arg("dilation") = 1, py::arg("groups") = 1);
   nn.def("conv_transpose1d", [](const Tensor& x, const Tensor& w, py::handle b, py::handle stride, py::handle padding,
@@ -283,11 +298,14 @@ void init_functions(py::module_& m) {
        }, py::arg("input"), py::arg("output_size"));
   nn.def("batch_norm", [](const Tensor& x, py::handle rm, py::handle rv, py::handle w, py::handle b, bool training,
                           double momentum, double eps) {
-         return F::batch_norm(x, opt_tensor(rm), opt_tensor(rv), opt_tensor(w), opt_tensor(b), training, momentum, eps);
+         const Tensor mean = opt_tensor(rm), var = opt_tensor(rv), weight = opt_tensor(w), bias = opt_tensor(b);
+         return without_gil([&] { return F::batch_norm(x, mean, var, weight, bias, training, momentum, eps); });
        }, py::arg("input"), py::arg("running_mean"), py::arg("running_var"), py::arg("weight") = py::none(),
        py::arg("bias") = py::none(), py::arg("training") = false, py::arg("momentum") = 0.1, py::arg("eps") = 1e-5);
   nn.def("layer_norm", [](const Tensor& x, py::handle shape, py::handle w, py::handle b, double eps) {
-         return F::layer_norm(x, to_int_list(shape, "layer_norm", "normalized_shape"), opt_tensor(w), opt_tensor(b), eps);
+         const auto ns = to_int_list(shape, "layer_norm", "normalized_shape");
+         const Tensor weight = opt_tensor(w), bias = opt_tensor(b);
+         return without_gil([&] { return F::layer_norm(x, ns, weight, bias, eps); });
        }, py::arg("input"), py::arg("normalized_shape"), py::arg("weight") = py::none(), py::arg("bias") = py::none(),
        py::arg("eps") = 1e-5);
   nn.def("group_norm", [](const Tensor& x, int64_t groups, py::handle w, py::handle b, double eps) {

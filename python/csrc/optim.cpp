@@ -21,6 +21,7 @@ void init_optim(py::module_& m) {
                         bool maximize, bool decoupled) {
         const kernels::cpu::AdamStep s{lr, beta1, beta2, eps, weight_decay, step, amsgrad, maximize, decoupled};
         const Tensor ms = opt_tensor(max_sq);
+        py::gil_scoped_release release;
         optim::detail::apply_contiguous(decoupled ? "AdamW" : "Adam", p, [&](const Tensor& pc, const Tensor& g) {
           kernels::cpu::adam_step(pc, g, exp_avg, exp_avg_sq, ms, s);
         });

@@ -432,24 +432,28 @@ void init_tensor(py::module_& m) {
               if (const Tensor* one = as_tensor(inputs)) in.push_back(*one);
               else in = inputs.cast<std::vector<Tensor>>();
             }
-            t.backward(gradient.is_none() ? Tensor() : gradient.cast<Tensor>(), retain_graph, create_graph, in);
+            const Tensor g = gradient.is_none() ? Tensor() : gradient.cast<Tensor>();
+            without_gil([&] {
+              t.backward(g, retain_graph, create_graph, in);
+              return 0;
+            });
           }, py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(), py::arg("create_graph") = false,
           py::arg("inputs") = py::none())
       .def("register_hook", [](const Tensor& t, py::function hook) {
-            auto holder = std::make_shared<py::function>(std::move(hook));
+            auto holder = std::make_shared<PyRef>(std::move(hook));
             RemovableHandle h = t.register_hook_impl([holder](const Tensor& g) -> Tensor {
               py::gil_scoped_acquire gil;
-              py::object r = (*holder)(g);
+              py::object r = holder->obj(g);
               if (r.is_none()) return Tensor();
               return r.cast<Tensor>();
             });
             return h;
           })
       .def("register_post_accumulate_grad_hook", [](const Tensor& t, py::function hook) {
-            auto holder = std::make_shared<py::function>(std::move(hook));
+            auto holder = std::make_shared<PyRef>(std::move(hook));
             return t.register_post_accumulate_grad_hook([holder](const Tensor& p) {
               py::gil_scoped_acquire gil;
-              (*holder)(p);
+              holder->obj(p);
             });
           });
 
@@ -696,8 +700,8 @@ void init_tensor(py::module_& m) {
                                                          std::string(dtype_name(a.dtype())));
             return a.logical_not();
           })
-      .def("__matmul__", [](const Tensor& a, const Tensor& b) { return a.matmul(b); })
-      .def("__rmatmul__", [](const Tensor& a, const Tensor& b) { return b.matmul(a); });
+      .def("__matmul__", [](const Tensor& a, const Tensor& b) { return without_gil([&] { return a.matmul(b); }); })
+      .def("__rmatmul__", [](const Tensor& a, const Tensor& b) { return without_gil([&] { return b.matmul(a); }); });
   auto div_fn = [](const Tensor& a, py::handle b, std::optional<std::string> mode) {
     std::optional<std::string_view> m;
     if (mode) m = *mode;
@@ -847,9 +851,9 @@ void init_tensor(py::module_& m) {
            py::arg("dim"), py::arg("dtype") = py::none());
 
   // ---- linear algebra, joining, indexing, sorting ----
-  cls.def("matmul", &Tensor::matmul)
-      .def("mm", &Tensor::mm)
-      .def("bmm", &Tensor::bmm)
+  cls.def("matmul", [](const Tensor& a, const Tensor& b) { return without_gil([&] { return a.matmul(b); }); })
+      .def("mm", [](const Tensor& a, const Tensor& b) { return without_gil([&] { return a.mm(b); }); })
+      .def("bmm", [](const Tensor& a, const Tensor& b) { return without_gil([&] { return a.bmm(b); }); })
       .def("dot", &Tensor::dot)
       .def("outer", &Tensor::outer)
       .def("addmm", [](const Tensor& t, const Tensor& a, const Tensor& b, py::handle beta, py::handle alpha) {

@@ -1,9 +1,10 @@
 """ember.utils.data: Dataset, DataLoader, samplers and default_collate (torch.utils.data).
 
 num_workers > 0 uses threads (not processes): each worker builds whole batches and the
-loader yields them in order, prefetching 2 batches per worker. Work inside ember ops runs
-in C++, but the binding keeps the GIL during an op, so threads help when __getitem__ waits
-on I/O or calls NumPy; pure-Python per-sample transforms do not run in parallel.
+loader yields them in order, prefetching 2 batches per worker. The heavy ember calls
+(stack/cat, matrix products, convolutions, backward, optimizer steps) release the GIL, so
+collating overlaps training; pure-Python per-sample transforms still take turns on the
+GIL (docs/python.md).
 """
 
 import concurrent.futures as _futures
