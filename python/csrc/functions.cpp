@@ -218,48 +218,45 @@ void init_functions(py::module_& m) {
   nn.def("bilinear", [](const Tensor& x1, const Tensor& x2, const Tensor& w, py::handle b) {
          return F::bilinear(x1, x2, w, opt_tensor(b));
        }, py::arg("input1"), py::arg("input2"), py::arg("weight"), py::arg("bias") = py::none());
-  nn.def("conv1d", [](const Tensor& x, const Tensor& w, py::handle b, py::handle stride, py::handle padding,
-                      py::handle dilation, int64_t groups) {
-         const auto s = to_int_list(stride, "conv1d", "stride"), d = to_int_list(dilation, "conv1d", "dilation");
-         if (PyUnicode_Check(padding.ptr())) {
-           const std::string p = py::str(padding);
-           const Tensor bias = opt_tensor(b);
-           return without_gil([&] { return ember::conv1d(x, w, bias, s, p.c_str(), d, groups); });
-         }
-         const Tensor bias = opt_tensor(b);
-         const auto pad = to_int_list(padding, "conv1d", "padding");
-         return without_gil([&] { return ember::conv1d(x, w, bias, s, IntArrayRef(pad), d, groups); });
-       }, py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("stride") = 1, py::arg("padding") = 0,
-       py::arg("dilation") = 1, py::arg("groups") = 1);
-  nn.def("conv2d", [](const Tensor& x, const Tensor& w, py::handle b, py::handle stride, py::handle padding,
-                      py::handle dilation, int64_t groups) {
-         const auto s = to_int_list(stride, "conv2d", "stride"), d = to_int_list(dilation, "conv2d", "dilation");
-         if (PyUnicode_Check(padding.ptr())) {
-           const std::string p = py::str(padding);
-           const Tensor bias = opt_tensor(b);
-           return without_gil([&] { return ember::conv2d(x, w, bias, s, p.c_str(), d, groups); });
-         }
-         const Tensor bias = opt_tensor(b);
-         const auto pad = to_int_list(padding, "conv2d", "padding");
-         return without_gil([&] { return ember::conv2d(x, w, bias, s, IntArrayRef(pad), d, groups); });
-       }, py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("stride") = 1, py::arg("padding") = 0,
-       py::arg("dilation") = 1, py::arg("groups") = 1);
-  nn.def("conv_transpose1d", [](const Tensor& x, const Tensor& w, py::handle b, py::handle stride, py::handle padding,
-                                py::handle output_padding, int64_t groups, py::handle dilation) {
-         return ember::conv_transpose1d(x, w, opt_tensor(b), to_int_list(stride, "conv_transpose1d", "stride"),
-                                        to_int_list(padding, "conv_transpose1d", "padding"),
-                                        to_int_list(output_padding, "conv_transpose1d", "output_padding"), groups,
-                                        to_int_list(dilation, "conv_transpose1d", "dilation"));
-       }, py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("stride") = 1, py::arg("padding") = 0,
-       py::arg("output_padding") = 0, py::arg("groups") = 1, py::arg("dilation") = 1);
-  nn.def("conv_transpose2d", [](const Tensor& x, const Tensor& w, py::handle b, py::handle stride, py::handle padding,
-                                py::handle output_padding, int64_t groups, py::handle dilation) {
-         return ember::conv_transpose2d(x, w, opt_tensor(b), to_int_list(stride, "conv_transpose2d", "stride"),
-                                        to_int_list(padding, "conv_transpose2d", "padding"),
-                                        to_int_list(output_padding, "conv_transpose2d", "output_padding"), groups,
-                                        to_int_list(dilation, "conv_transpose2d", "dilation"));
-       }, py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(), py::arg("stride") = 1, py::arg("padding") = 0,
-       py::arg("output_padding") = 0, py::arg("groups") = 1, py::arg("dilation") = 1);
+  // conv1d/conv2d: padding is ints or "same"/"valid"; conv_transpose1d/2d.
+  using ConvInts = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef, int64_t);
+  using ConvStr = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, IntArrayRef, const char*, IntArrayRef, int64_t);
+  auto conv = [](const char* name, ConvInts by_ints, ConvStr by_str) {
+    return [name, by_ints, by_str](const Tensor& x, const Tensor& w, py::handle b, py::handle stride, py::handle padding,
+                                   py::handle dilation, int64_t groups) {
+      const auto s = to_int_list(stride, name, "stride"), d = to_int_list(dilation, name, "dilation");
+      const Tensor bias = opt_tensor(b);
+      if (PyUnicode_Check(padding.ptr())) {
+        const std::string p = py::str(padding);
+        return without_gil([&] { return by_str(x, w, bias, s, p.c_str(), d, groups); });
+      }
+      const auto pad = to_int_list(padding, name, "padding");
+      return without_gil([&] { return by_ints(x, w, bias, s, pad, d, groups); });
+    };
+  };
+  using TransposedConv = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, IntArrayRef, IntArrayRef, IntArrayRef,
+                                    int64_t, IntArrayRef);
+  auto conv_transpose = [](const char* name, TransposedConv fn) {
+    return [name, fn](const Tensor& x, const Tensor& w, py::handle b, py::handle stride, py::handle padding,
+                      py::handle output_padding, int64_t groups, py::handle dilation) {
+      const Tensor bias = opt_tensor(b);
+      const auto s = to_int_list(stride, name, "stride"), p = to_int_list(padding, name, "padding");
+      const auto op = to_int_list(output_padding, name, "output_padding"), d = to_int_list(dilation, name, "dilation");
+      return without_gil([&] { return fn(x, w, bias, s, p, op, groups, d); });
+    };
+  };
+  for (const auto& [name, by_ints, by_str] :
+       {std::tuple<const char*, ConvInts, ConvStr>{"conv1d", &ember::conv1d, &ember::conv1d},
+        std::tuple<const char*, ConvInts, ConvStr>{"conv2d", &ember::conv2d, &ember::conv2d}}) {
+    nn.def(name, conv(name, by_ints, by_str), py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(),
+           py::arg("stride") = 1, py::arg("padding") = 0, py::arg("dilation") = 1, py::arg("groups") = 1);
+  }
+  for (const auto& [name, fn] : {std::pair<const char*, TransposedConv>{"conv_transpose1d", &ember::conv_transpose1d},
+                                 std::pair<const char*, TransposedConv>{"conv_transpose2d", &ember::conv_transpose2d}}) {
+    nn.def(name, conv_transpose(name, fn), py::arg("input"), py::arg("weight"), py::arg("bias") = py::none(),
+           py::arg("stride") = 1, py::arg("padding") = 0, py::arg("output_padding") = 0, py::arg("groups") = 1,
+           py::arg("dilation") = 1);
+  }
   nn.def("max_pool2d", [](const Tensor& x, py::handle k, py::handle stride, py::handle padding, py::handle dilation,
                           bool ceil_mode, bool return_indices) -> py::object {
          const auto kk = to_int_list(k, "max_pool2d", "kernel_size");

@@ -946,30 +946,24 @@ void init_tensor(py::module_& m) {
   auto new_opts = [](const Tensor& t, py::handle dtype) {
     return TensorOptions(dtype.is_none() ? t.dtype() : dtype.cast<DType>());
   };
-  cls.def("new_zeros", [new_opts](const Tensor& t, py::object size, py::handle dtype, py::handle, bool rg) {
-        Tensor r = zeros(to_int_list(size, "new_zeros", "size"), new_opts(t, dtype));
+  using Factory = Tensor (*)(IntArrayRef, const TensorOptions&);
+  for (const auto& [name, make] : {std::pair<const char*, Factory>{"new_zeros", &zeros},
+                                   std::pair<const char*, Factory>{"new_ones", &ones},
+                                   std::pair<const char*, Factory>{"new_empty", &empty}}) {
+    cls.def(name, [new_opts, name = name, make = make](const Tensor& t, py::object size, py::handle dtype, py::handle,
+                                                       bool rg) {
+          Tensor r = make(to_int_list(size, name, "size"), new_opts(t, dtype));
+          if (rg) r.requires_grad_(true);
+          return r;
+        }, py::arg("size"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+        py::arg("requires_grad") = false);
+  }
+  cls.def("new_full", [new_opts](const Tensor& t, py::object size, py::handle v, py::handle dtype, py::handle, bool rg) {
+        Tensor r = full(to_int_list(size, "new_full", "size"), to_scalar(v, "new_full"), new_opts(t, dtype));
         if (rg) r.requires_grad_(true);
         return r;
-      }, py::arg("size"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-      py::arg("requires_grad") = false)
-      .def("new_ones", [new_opts](const Tensor& t, py::object size, py::handle dtype, py::handle, bool rg) {
-            Tensor r = ones(to_int_list(size, "new_ones", "size"), new_opts(t, dtype));
-            if (rg) r.requires_grad_(true);
-            return r;
-          }, py::arg("size"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-          py::arg("requires_grad") = false)
-      .def("new_empty", [new_opts](const Tensor& t, py::object size, py::handle dtype, py::handle, bool rg) {
-            Tensor r = empty(to_int_list(size, "new_empty", "size"), new_opts(t, dtype));
-            if (rg) r.requires_grad_(true);
-            return r;
-          }, py::arg("size"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
-          py::arg("requires_grad") = false)
-      .def("new_full", [new_opts](const Tensor& t, py::object size, py::handle v, py::handle dtype, py::handle, bool rg) {
-            Tensor r = full(to_int_list(size, "new_full", "size"), to_scalar(v, "new_full"), new_opts(t, dtype));
-            if (rg) r.requires_grad_(true);
-            return r;
-          }, py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
-          py::arg("device") = py::none(), py::arg("requires_grad") = false);
+      }, py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
+      py::arg("device") = py::none(), py::arg("requires_grad") = false);
 
 }
 

@@ -309,72 +309,7 @@ def numel(input):  # noqa: F811
 
 
 # ---- grad modes (context managers and decorators, as torch's) ----
-class _DecoratorContext:
-    def __call__(self, fn):
-        @_functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with self.__class__(*self._args):
-                return fn(*args, **kwargs)
-        return wrapper
-
-
-class no_grad(_DecoratorContext):
-    """Operations inside record no graph: `with ember.no_grad(): ...` or `@ember.no_grad()`."""
-
-    def __init__(self):
-        self._args = ()
-
-    def __enter__(self):
-        self._prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self._prev)
-        return False
-
-
-class enable_grad(_DecoratorContext):
-    def __init__(self):
-        self._args = ()
-
-    def __enter__(self):
-        self._prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(True)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self._prev)
-        return False
-
-
-class set_grad_enabled(_DecoratorContext):
-    """Sets grad mode now (as a function) or for a `with` block."""
-
-    def __init__(self, mode):
-        self._args = (mode,)
-        self._prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(_builtins.bool(mode))
-
-    def __enter__(self):
-        pass
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self._prev)
-        return False
-
-
-class inference_mode(_DecoratorContext):
-    """No graph, no version counting: the fastest mode for inference."""
-
-    def __init__(self, mode=True):
-        self._args = (mode,)
-        self._guard = _C._InferenceMode(_builtins.bool(mode))
-
-    def __enter__(self):
-        self._guard.__enter__()
-
-    def __exit__(self, *exc):
-        self._guard.__exit__(*exc)
-        return False
+from .autograd.grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: E402,F401
 
 
 # ---- checkpoints: ember.save / ember.load ----

@@ -310,3 +310,12 @@ def test_bool_ops_and_where():
     assert ember.where(x > 0, x, ember.zeros(3)).tolist() == [1.0, 0.0, 3.0]
     assert ember.where(x > 0, x, 0.0).tolist() == [1.0, 0.0, 3.0]
     assert [t.tolist() for t in ember.where(x > 0)] == [[0, 2]]
+
+
+def test_new_factories_keep_dtype_unless_given():
+    t = ember.ones(2, dtype=ember.int32)
+    assert t.new_zeros((2, 3)).dtype == ember.int32 and t.new_zeros((2, 3)).shape == (2, 3)
+    assert t.new_ones(3, dtype=ember.float64).tolist() == [1.0, 1.0, 1.0]
+    assert t.new_full((2,), 7).tolist() == [7, 7]
+    assert t.new_empty((4,), requires_grad=False).shape == (4,)
+    assert ember.zeros(1).new_ones(2, requires_grad=True).requires_grad

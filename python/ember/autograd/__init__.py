@@ -4,6 +4,7 @@ gradcheck, as torch.autograd."""
 from .. import _C
 from .function import Function, FunctionCtx  # noqa: F401
 from . import graph  # noqa: F401
+from .grad_mode import enable_grad, inference_mode, no_grad, set_grad_enabled  # noqa: F401
 
 _ag = _C._autograd
 

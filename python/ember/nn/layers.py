@@ -5,6 +5,7 @@ import math
 from collections import OrderedDict
 
 from .. import _C
+from ..autograd.grad_mode import no_grad
 from . import functional as F
 from . import init
 from .module import Module
@@ -19,6 +20,16 @@ def _pair(v, n=2):
 
 def _empty(*shape, dtype=None):
     return _C.empty(*shape, dtype=dtype)
+
+
+def _reset_weight_and_bias(module):
+    """torch's default for Linear and the convolutions: kaiming_uniform_(a=sqrt(5)) on the
+    weight, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) on the bias."""
+    init.kaiming_uniform_(module.weight, a=math.sqrt(5))
+    if module.bias is not None:
+        fan_in, _ = init._calculate_fan_in_and_fan_out(module.weight)
+        bound = init._bound(fan_in)
+        init.uniform_(module.bias, -bound, bound)
 
 
 class Identity(Module):
@@ -42,11 +53,7 @@ class Linear(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = init._bound(fan_in)
-            init.uniform_(self.bias, -bound, bound)
+        _reset_weight_and_bias(self)
 
     def forward(self, input):
         return F.linear(input, self.weight, self.bias)
@@ -111,11 +118,7 @@ class _ConvNd(Module):
         self.reset_parameters()
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = init._bound(fan_in)
-            init.uniform_(self.bias, -bound, bound)
+        _reset_weight_and_bias(self)
 
     def extra_repr(self):
         s = f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, stride={self.stride}"
@@ -344,7 +347,7 @@ class Embedding(Module):
             self.weight = Parameter(_empty(num_embeddings, embedding_dim, dtype=dtype))
             init.normal_(self.weight)
             if padding_idx is not None:
-                with _NoGrad():
+                with no_grad():
                     self.weight[padding_idx].fill_(0)
         else:
             self.weight = Parameter(_weight)
@@ -365,15 +368,6 @@ class Embedding(Module):
         m = cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse, _weight=embeddings)
         m.weight.requires_grad = not freeze
         return m
-
-
-class _NoGrad:
-    def __enter__(self):
-        self._prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self._prev)
 
 
 class Dropout(Module):

@@ -11,6 +11,8 @@ from collections import OrderedDict, namedtuple
 
 from .. import _C
 from .._C import Tensor
+from ..autograd.grad_mode import no_grad as _no_grad
+from ..optim._grads import zero_grads
 from .parameter import Parameter
 
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
@@ -257,17 +259,7 @@ class Module:
         return self
 
     def zero_grad(self, set_to_none=True):
-        for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                g = p.grad
-                if g.grad_fn is not None:
-                    g = g.detach()
-                    p.grad = g
-                g.zero_()
+        zero_grads(self.parameters(), set_to_none)
 
     # ---- transformations ----
     def apply(self, fn):
@@ -425,13 +417,3 @@ class Module:
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-
-
-class _no_grad:
-    def __enter__(self):
-        self._prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self._prev)
-        return False

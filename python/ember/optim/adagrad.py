@@ -1,7 +1,7 @@
 """Adagrad (torch 1.13's rule), written with tensor ops as torch's single-tensor path."""
 
 from .. import _C
-from .optimizer import Optimizer, _step_value
+from .optimizer import Optimizer, _step_value, update_step
 
 
 class Adagrad(Optimizer):
@@ -20,24 +20,18 @@ class Adagrad(Optimizer):
                 state["step"] = _C.scalar_tensor(0.0)
                 state["sum"] = _C.full_like(p, group["initial_accumulator_value"])
 
-    def step(self, closure=None):
-        loss = self._closure_loss(closure)
-        prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(False)
-        try:
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    grad = -p.grad if group["maximize"] else p.grad
-                    step = _step_value(state)
-                    if group["weight_decay"] != 0:
-                        grad = grad.add(p, alpha=group["weight_decay"])
-                    clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
-                    state["sum"].add_(grad * grad)
-                    std = state["sum"].sqrt().add_(group["eps"])
-                    p.add_((grad * -clr) / std)
-        finally:
-            _C._set_grad_enabled(prev)
-        return loss
+    @update_step
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                grad = -p.grad if group["maximize"] else p.grad
+                step = _step_value(state)
+                if group["weight_decay"] != 0:
+                    grad = grad.add(p, alpha=group["weight_decay"])
+                clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
+                state["sum"].add_(grad * grad)
+                std = state["sum"].sqrt().add_(group["eps"])
+                p.add_((grad * -clr) / std)

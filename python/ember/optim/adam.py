@@ -1,7 +1,7 @@
 """Adam and AdamW: torch 1.13's update, in ember's fused C++ loop (one call per parameter)."""
 
 from .. import _C
-from .optimizer import Optimizer, _step_value
+from .optimizer import Optimizer, _step_value, update_step
 
 _optim = _C._optim
 
@@ -25,30 +25,24 @@ class Adam(Optimizer):
                         foreach=foreach, capturable=capturable, differentiable=differentiable, fused=fused)
         super().__init__(params, defaults)
 
-    def step(self, closure=None):
-        loss = self._closure_loss(closure)
-        prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(False)
-        try:
-            for group in self.param_groups:
-                beta1, beta2 = group["betas"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if len(state) == 0:
-                        state["step"] = _C.scalar_tensor(0.0)
-                        state["exp_avg"] = _C.zeros_like(p)
-                        state["exp_avg_sq"] = _C.zeros_like(p)
-                        if group["amsgrad"]:
-                            state["max_exp_avg_sq"] = _C.zeros_like(p)
-                    step = _step_value(state)
-                    _optim.adam_step(p, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"), step,
-                                     group["lr"], beta1, beta2, group["eps"], group["weight_decay"], group["amsgrad"],
-                                     group["maximize"], self._decoupled)
-        finally:
-            _C._set_grad_enabled(prev)
-        return loss
+    @update_step
+    def step(self):
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _C.scalar_tensor(0.0)
+                    state["exp_avg"] = _C.zeros_like(p)
+                    state["exp_avg_sq"] = _C.zeros_like(p)
+                    if group["amsgrad"]:
+                        state["max_exp_avg_sq"] = _C.zeros_like(p)
+                step = _step_value(state)
+                _optim.adam_step(p, state["exp_avg"], state["exp_avg_sq"], state.get("max_exp_avg_sq"), step,
+                                 group["lr"], beta1, beta2, group["eps"], group["weight_decay"], group["amsgrad"],
+                                 group["maximize"], self._decoupled)
 
 
 class AdamW(Adam):

@@ -2,11 +2,14 @@
 zero_grad, add_param_group, state_dict/load_state_dict in torch's layout. Subclass it in
 Python as in torch: define __init__(params, defaults) and step()."""
 
+import functools
 from collections import defaultdict
 from copy import deepcopy
 
 from .. import _C
 from .._C import Tensor
+from ..autograd.grad_mode import enable_grad, no_grad
+from ._grads import zero_grads
 
 
 class _RequiredParameter:
@@ -77,31 +80,11 @@ class Optimizer:
 
     def zero_grad(self, set_to_none=False):
         """Clears the gradients (torch 1.13's default zeroes them in place; set_to_none drops them)."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    g = p.grad
-                    if g.grad_fn is not None:
-                        g = g.detach()
-                        p.grad = g
-                    g.zero_()
+        zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure=None):
         raise NotImplementedError
 
-    def _closure_loss(self, closure):
-        if closure is None:
-            return None
-        prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(True)
-        try:
-            return closure()
-        finally:
-            _C._set_grad_enabled(prev)
 
     def state_dict(self):
         index = {}
@@ -143,8 +126,23 @@ class Optimizer:
                 if key != "params":
                     g[key] = value
 
-    def _step_count_hook(self):
-        pass
+
+
+def update_step(update):
+    """Makes `update(self)` an optimizer's step(closure=None): the closure (if any) runs
+    with grad enabled and its loss is returned; the update runs under no_grad."""
+
+    @functools.wraps(update)
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            update(self)
+        return loss
+
+    return step
 
 
 def _step_value(state):

@@ -1,7 +1,7 @@
 """RMSprop (torch 1.13's rule), in ember's fused loop."""
 
 from .. import _C
-from .optimizer import Optimizer
+from .optimizer import Optimizer, update_step
 
 _optim = _C._optim
 
@@ -17,27 +17,21 @@ class RMSprop(Optimizer):
                         foreach=foreach, maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def step(self, closure=None):
-        loss = self._closure_loss(closure)
-        prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(False)
-        try:
-            for group in self.param_groups:
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    state = self.state[p]
-                    if len(state) == 0:
-                        state["step"] = 0  # an int in torch 1.13's RMSprop
-                        state["square_avg"] = _C.zeros_like(p)
-                        if group["momentum"] > 0:
-                            state["momentum_buffer"] = _C.zeros_like(p)
-                        if group["centered"]:
-                            state["grad_avg"] = _C.zeros_like(p)
-                    state["step"] += 1
-                    _optim.rmsprop_step(p, state["square_avg"], state.get("grad_avg"), state.get("momentum_buffer"),
-                                        group["lr"], group["alpha"], group["eps"], group["weight_decay"],
-                                        group["momentum"], group["centered"], group["maximize"])
-        finally:
-            _C._set_grad_enabled(prev)
-        return loss
+    @update_step
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = 0  # an int in torch 1.13's RMSprop
+                    state["square_avg"] = _C.zeros_like(p)
+                    if group["momentum"] > 0:
+                        state["momentum_buffer"] = _C.zeros_like(p)
+                    if group["centered"]:
+                        state["grad_avg"] = _C.zeros_like(p)
+                state["step"] += 1
+                _optim.rmsprop_step(p, state["square_avg"], state.get("grad_avg"), state.get("momentum_buffer"),
+                                    group["lr"], group["alpha"], group["eps"], group["weight_decay"],
+                                    group["momentum"], group["centered"], group["maximize"])

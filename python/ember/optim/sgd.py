@@ -1,7 +1,7 @@
 """SGD with momentum, dampening, Nesterov, weight decay and maximize (torch 1.13's rule)."""
 
 from .. import _C
-from .optimizer import Optimizer, required
+from .optimizer import Optimizer, required, update_step
 
 _optim = _C._optim
 
@@ -21,28 +21,22 @@ class SGD(Optimizer):
                         maximize=maximize, foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def step(self, closure=None):
-        loss = self._closure_loss(closure)
-        prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(False)
-        try:
-            for group in self.param_groups:
-                momentum = group["momentum"]
-                for p in group["params"]:
-                    if p.grad is None:
-                        continue
-                    buf, init = None, False
-                    state = self.state[p]
-                    if momentum == 0:
-                        state["momentum_buffer"] = None  # as torch 1.13 records it
-                    else:
-                        buf = state.get("momentum_buffer")
-                        if buf is None:
-                            buf = _C.zeros_like(p)
-                            state["momentum_buffer"] = buf
-                            init = True
-                    _optim.sgd_step(p, buf, init, group["lr"], momentum, group["dampening"], group["weight_decay"],
-                                    group["nesterov"], group["maximize"])
-        finally:
-            _C._set_grad_enabled(prev)
-        return loss
+    @update_step
+    def step(self):
+        for group in self.param_groups:
+            momentum = group["momentum"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                buf, init = None, False
+                state = self.state[p]
+                if momentum == 0:
+                    state["momentum_buffer"] = None  # as torch 1.13 records it
+                else:
+                    buf = state.get("momentum_buffer")
+                    if buf is None:
+                        buf = _C.zeros_like(p)
+                        state["momentum_buffer"] = buf
+                        init = True
+                _optim.sgd_step(p, buf, init, group["lr"], momentum, group["dampening"], group["weight_decay"],
+                                group["nesterov"], group["maximize"])
