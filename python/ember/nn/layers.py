@@ -22,6 +22,16 @@ def _empty(*shape, dtype=None):
     return _C.empty(*shape, dtype=dtype)
 
 
+def _affine_parameters(module, affine, shape, dtype):
+    """weight = ones, bias = zeros of `shape` (the norms' affine parameters), or both None."""
+    if affine:
+        module.weight = Parameter(_C.ones(shape, dtype=dtype))
+        module.bias = Parameter(_C.zeros(shape, dtype=dtype))
+    else:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+
+
 def _reset_weight_and_bias(module):
     """torch's default for Linear and the convolutions: kaiming_uniform_(a=sqrt(5)) on the
     weight, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) on the bias."""
@@ -235,12 +245,7 @@ class _BatchNorm(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(_C.ones(num_features, dtype=dtype))
-            self.bias = Parameter(_C.zeros(num_features, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, affine, num_features, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", _C.zeros(num_features, dtype=dtype))
             self.register_buffer("running_var", _C.ones(num_features, dtype=dtype))
@@ -297,12 +302,7 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape) if isinstance(normalized_shape, (tuple, list)) \
             else (normalized_shape,)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(_C.ones(self.normalized_shape, dtype=dtype))
-            self.bias = Parameter(_C.zeros(self.normalized_shape, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, elementwise_affine, self.normalized_shape, dtype)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -317,12 +317,7 @@ class GroupNorm(Module):
         if num_channels % num_groups != 0:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        if affine:
-            self.weight = Parameter(_C.ones(num_channels, dtype=dtype))
-            self.bias = Parameter(_C.zeros(num_channels, dtype=dtype))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, affine, num_channels, dtype)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
