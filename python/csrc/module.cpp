@@ -175,8 +175,16 @@ PYBIND11_MODULE(_C, m) {
   init_optim(m);
   init_interop(m);
   init_nn_modules(m);
+  // ember::warn (a guard, a recompiling graph, ...) becomes a Python UserWarning, so
+  // `warnings` filters, pytest and logging see it; it may come from a thread without the GIL.
+  ember::set_warning_handler([](const std::string& message) {
+    if (!Py_IsInitialized()) return;
+    py::gil_scoped_acquire gil;
+    if (PyErr_WarnEx(PyExc_UserWarning, message.c_str(), 1) < 0) PyErr_WriteUnraisable(nullptr);
+  });
   // Globals holding Python objects must die before the interpreter does.
   py::module_::import("atexit").attr("register")(py::cpp_function([]() {
+    ember::set_warning_handler(nullptr);
     g_size_class = py::object();
     g_return_types = py::object();
   }));
