@@ -296,6 +296,16 @@ def _tensor_unique(self, sorted=True, return_inverse=False, return_counts=False,
 Tensor.unique = _tensor_unique
 
 
+def _tensor_format(self, spec):
+    """f"{t:.3f}" formats a one-element tensor's value, as torch."""
+    if self.dim() == 0:
+        return self.item().__format__(spec)
+    return object.__format__(repr(self), spec)
+
+
+Tensor.__format__ = _tensor_format
+
+
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return input.var(dim, unbiased, keepdim, correction=correction), input.mean(dim, keepdim)
 

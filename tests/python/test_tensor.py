@@ -319,3 +319,9 @@ def test_new_factories_keep_dtype_unless_given():
     assert t.new_full((2,), 7).tolist() == [7, 7]
     assert t.new_empty((4,), requires_grad=False).shape == (4,)
     assert ember.zeros(1).new_ones(2, requires_grad=True).requires_grad
+
+
+def test_format_of_a_scalar_tensor_formats_its_value():
+    assert f"{ember.tensor(3.14159):.2f}" == f"{torch.tensor(3.14159):.2f}" == "3.14"
+    assert f"{ember.tensor(7):5d}" == "    7"
+    assert f"{ember.tensor([1.0, 2.0])}" == "tensor([1., 2.])"
