@@ -9,6 +9,7 @@
 
 #include "ember/core/op_scope.h"
 #include "ember/core/warning.h"
+#include "ember/guards/quiet.h"
 
 namespace ember::guards {
 
@@ -38,6 +39,7 @@ std::string g_origin;
 std::atomic<bool> g_origin_known{false};
 
 Settings g_settings;
+constinit thread_local bool tl_eval_mode_quiet = false;
 
 bool first_warning(Guard g) { return !g_warned[static_cast<int>(g)].exchange(true); }
 
@@ -217,8 +219,11 @@ void record_nonfinite_origin(std::string what) {
   g_origin_known.store(true);
 }
 
+EvalModeQuiet::EvalModeQuiet() : prev_(tl_eval_mode_quiet) { tl_eval_mode_quiet = true; }
+EvalModeQuiet::~EvalModeQuiet() { tl_eval_mode_quiet = prev_; }
+
 void eval_mode_warning(const char* module) {
-  if (!first_warning(Guard::EvalMode)) return;
+  if (tl_eval_mode_quiet || !first_warning(Guard::EvalMode)) return;
   std::string msg = "[";
   msg += module;
   msg +=
