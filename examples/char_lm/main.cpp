@@ -7,6 +7,7 @@
 //           [--weight-decay 0.1] [--clip 1] [--val-batches 0] [--threads 2] [--workers 0]
 //           [--seed 0] [--data DIR] [--out DIR] [--resume] [--require-below unigram|bigram]
 //   char_lm --out DIR --sample "prompt" [--length 400] [--temperature 0.8] [--top-k 20]
+//   char_lm --out DIR --check-cache
 //
 // Data: every fortune file is split into fortunes ("%" lines); every 10th fortune goes to
 // validation. Characters are bytes; the vocabulary is the bytes that occur. The token ids are
@@ -19,9 +20,10 @@
 // character next to a unigram and a bigram model of the training text, a checkpoint
 // (DIR/checkpoint.safetensors) and the loss curve (DIR/loss.svg).
 // --sample loads the checkpoint and generates --length characters after the prompt with a KV
-// cache. --require-below makes the run fail (exit 3) when the final validation loss is not
-// below that baseline; the smoke test uses it. --amp bf16 is not available: autocast has not
-// landed in ember yet.
+// cache. --check-cache compares the checkpoint's logits computed one token at a time through
+// the KV cache with those of one pass over the whole sequence. --require-below makes the run fail (exit 3) when the
+// final validation loss is not below that baseline; the smoke test uses it. --amp bf16 is not available: autocast has
+// not landed in ember yet.
 
 #include <algorithm>
 #include <chrono>
@@ -53,7 +55,7 @@ struct Args {
   uint64_t seed = 0;
   std::string data_dir = "/usr/share/games/fortunes", out = "runs/char_lm", require_below;
   bool resume = false;
-  bool sample = false;
+  bool sample = false, check_cache = false;
   std::string prompt;
   int64_t length = 400, top_k = 20;
   double temperature = 0.8;
@@ -79,62 +81,37 @@ Args parse(int argc, char** argv) {
       return argv[++i];
     };
     try {
-      if (k == "--epochs")
-        a.epochs = std::stoll(value());
-      else if (k == "--steps-per-epoch")
-        a.steps_per_epoch = std::stoll(value());
-      else if (k == "--batch-size")
-        a.batch_size = std::stoll(value());
-      else if (k == "--accum")
-        a.accum = std::stoll(value());
-      else if (k == "--block")
-        a.model.block = std::stoll(value());
-      else if (k == "--layers")
-        a.model.layers = std::stoll(value());
-      else if (k == "--heads")
-        a.model.heads = std::stoll(value());
-      else if (k == "--dim")
-        a.model.dim = std::stoll(value());
-      else if (k == "--dropout")
-        a.model.dropout = std::stod(value());
-      else if (k == "--lr")
-        a.lr = std::stod(value());
-      else if (k == "--warmup")
-        a.warmup = std::stoll(value());
-      else if (k == "--weight-decay")
-        a.weight_decay = std::stod(value());
-      else if (k == "--clip")
-        a.clip = std::stod(value());
-      else if (k == "--val-batches")
-        a.val_batches = std::stoll(value());
-      else if (k == "--threads")
-        a.threads = std::stoi(value());
-      else if (k == "--workers")
-        a.workers = std::stoi(value());
-      else if (k == "--seed")
-        a.seed = std::stoull(value());
-      else if (k == "--data")
-        a.data_dir = value();
-      else if (k == "--out")
-        a.out = value();
-      else if (k == "--resume")
-        a.resume = true;
-      else if (k == "--require-below")
-        a.require_below = value();
-      else if (k == "--sample")
-        a.sample = true, a.prompt = value();
-      else if (k == "--length")
-        a.length = std::stoll(value());
-      else if (k == "--temperature")
-        a.temperature = std::stod(value());
-      else if (k == "--top-k")
-        a.top_k = std::stoll(value());
-      else if (k == "--amp")
-        usage(argv[0], "--amp is not available yet: ember has no autocast (bf16) so far");
-      else if (k == "--help" || k == "-h")
-        usage(argv[0], "help");
-      else
-        usage(argv[0], "unknown option " + k);
+      // clang-format off
+      if (k == "--epochs") a.epochs = std::stoll(value());
+      else if (k == "--steps-per-epoch") a.steps_per_epoch = std::stoll(value());
+      else if (k == "--batch-size") a.batch_size = std::stoll(value());
+      else if (k == "--accum") a.accum = std::stoll(value());
+      else if (k == "--block") a.model.block = std::stoll(value());
+      else if (k == "--layers") a.model.layers = std::stoll(value());
+      else if (k == "--heads") a.model.heads = std::stoll(value());
+      else if (k == "--dim") a.model.dim = std::stoll(value());
+      else if (k == "--dropout") a.model.dropout = std::stod(value());
+      else if (k == "--lr") a.lr = std::stod(value());
+      else if (k == "--warmup") a.warmup = std::stoll(value());
+      else if (k == "--weight-decay") a.weight_decay = std::stod(value());
+      else if (k == "--clip") a.clip = std::stod(value());
+      else if (k == "--val-batches") a.val_batches = std::stoll(value());
+      else if (k == "--threads") a.threads = std::stoi(value());
+      else if (k == "--workers") a.workers = std::stoi(value());
+      else if (k == "--seed") a.seed = std::stoull(value());
+      else if (k == "--data") a.data_dir = value();
+      else if (k == "--out") a.out = value();
+      else if (k == "--resume") a.resume = true;
+      else if (k == "--require-below") a.require_below = value();
+      else if (k == "--sample") a.sample = true, a.prompt = value();
+      else if (k == "--check-cache") a.check_cache = true;
+      else if (k == "--length") a.length = std::stoll(value());
+      else if (k == "--temperature") a.temperature = std::stod(value());
+      else if (k == "--top-k") a.top_k = std::stoll(value());
+      else if (k == "--amp") usage(argv[0], "--amp is not available yet: ember has no autocast (bf16) so far");
+      else if (k == "--help" || k == "-h") usage(argv[0], "help");
+      else usage(argv[0], "unknown option " + k);
+      // clang-format on
     } catch (const std::logic_error&) {
       usage(argv[0], "bad value for " + k);
     }
@@ -319,12 +296,34 @@ std::string decode(const std::vector<int64_t>& ids, const std::vector<int64_t>& 
   return s;
 }
 
+char_lm::Transformer load_model(const ember::Value& ckpt) {
+  char_lm::Transformer model(config_from(ckpt.at("config")));
+  model->load_state_dict(ckpt.at("model").to_tensor_dict());
+  return model;
+}
+
+// --check-cache: logits of a random sequence, once in one pass and once token by token through
+// the KV cache; they must agree (exit 3 when not).
+int check_cache(const std::string& ckpt_path) {
+  char_lm::Transformer model = load_model(ember::load(ckpt_path));
+  const int64_t T = std::min<int64_t>(40, model->config.block);
+  const Tensor ids = ember::randint(0, model->config.vocab, {1, T});
+  ember::InferenceMode inference;
+  ember::nn::EvalScope eval(model);
+  const Tensor full = model->forward(ids);
+  char_lm::KVCache cache = model->make_cache(1);
+  std::vector<Tensor> steps;
+  for (int64_t t = 0; t < T; ++t) steps.push_back(model->forward(ids.narrow(1, t, 1), &cache));
+  const double diff = (ember::cat(steps, 1) - full).abs().max().item<double>();
+  std::printf("KV cache check: max |cached - full| = %.3g over %lld positions\n", diff, static_cast<long long>(T));
+  return diff < 1e-4 ? 0 : 3;
+}
+
 // --sample: the checkpoint's model continues the prompt.
 int sample(const Args& args, const std::string& ckpt_path) {
   ember::Value ckpt = ember::load(ckpt_path);
   const std::vector<int64_t> vocab = ckpt.at("vocab").to_int_list();
-  char_lm::Transformer model(config_from(ckpt.at("config")));
-  model->load_state_dict(ckpt.at("model").to_tensor_dict());
+  char_lm::Transformer model = load_model(ckpt);
   std::vector<int64_t> ids;
   for (unsigned char ch : args.prompt.empty() ? std::string("\n") : args.prompt) {
     auto it = std::find(vocab.begin(), vocab.end(), static_cast<int64_t>(ch));
@@ -353,6 +352,7 @@ int main(int argc, char** argv) {
   const std::string ckpt_path = (out_dir / "checkpoint.safetensors").string();
   try {
     if (args.sample) return sample(args, ckpt_path);
+    if (args.check_cache) return check_cache(ckpt_path);
   } catch (const ember::Error& e) {
     std::cerr << "cannot sample: " << e.what() << "\n";
     return 1;
@@ -439,6 +439,7 @@ int main(int argc, char** argv) {
     loader.set_epoch(epoch);
     data::ProgressBar bar(steps_per_epoch, "epoch " + std::to_string(epoch) + "/" + std::to_string(args.epochs));
     const auto start = std::chrono::steady_clock::now();
+    optimizer.zero_grad();  // a micro-batch left over from the last epoch's end does not carry over
     int64_t micro = 0, epoch_steps = 0;
     double step_loss = 0, log_loss = 0;
     int64_t log_n = 0;
