@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "common/options.h"
 #include "model.h"
 
 namespace data = ember::data;
@@ -74,47 +75,37 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(argv[0], "missing value after " + k);
-      return argv[++i];
-    };
-    try {
-      // clang-format off
-      if (k == "--epochs") a.epochs = std::stoll(value());
-      else if (k == "--steps-per-epoch") a.steps_per_epoch = std::stoll(value());
-      else if (k == "--batch-size") a.batch_size = std::stoll(value());
-      else if (k == "--accum") a.accum = std::stoll(value());
-      else if (k == "--block") a.model.block = std::stoll(value());
-      else if (k == "--layers") a.model.layers = std::stoll(value());
-      else if (k == "--heads") a.model.heads = std::stoll(value());
-      else if (k == "--dim") a.model.dim = std::stoll(value());
-      else if (k == "--dropout") a.model.dropout = std::stod(value());
-      else if (k == "--lr") a.lr = std::stod(value());
-      else if (k == "--warmup") a.warmup = std::stoll(value());
-      else if (k == "--weight-decay") a.weight_decay = std::stod(value());
-      else if (k == "--clip") a.clip = std::stod(value());
-      else if (k == "--val-batches") a.val_batches = std::stoll(value());
-      else if (k == "--threads") a.threads = std::stoi(value());
-      else if (k == "--workers") a.workers = std::stoi(value());
-      else if (k == "--seed") a.seed = std::stoull(value());
-      else if (k == "--data") a.data_dir = value();
-      else if (k == "--out") a.out = value();
-      else if (k == "--resume") a.resume = true;
-      else if (k == "--require-below") a.require_below = value();
-      else if (k == "--sample") a.sample = true, a.prompt = value();
-      else if (k == "--check-cache") a.check_cache = true;
-      else if (k == "--length") a.length = std::stoll(value());
-      else if (k == "--temperature") a.temperature = std::stod(value());
-      else if (k == "--top-k") a.top_k = std::stoll(value());
-      else if (k == "--amp") usage(argv[0], "--amp is not available yet: ember has no autocast (bf16) so far");
-      else if (k == "--help" || k == "-h") usage(argv[0], "help");
-      else usage(argv[0], "unknown option " + k);
-      // clang-format on
-    } catch (const std::logic_error&) {
-      usage(argv[0], "bad value for " + k);
-    }
+  for (examples::Options o(argc, argv, [&](const std::string& problem) { usage(argv[0], problem); }); o.next();) {
+    // clang-format off
+    if (o.is("--epochs")) a.epochs = o.int64();
+    else if (o.is("--steps-per-epoch")) a.steps_per_epoch = o.int64();
+    else if (o.is("--batch-size")) a.batch_size = o.int64();
+    else if (o.is("--accum")) a.accum = o.int64();
+    else if (o.is("--block")) a.model.block = o.int64();
+    else if (o.is("--layers")) a.model.layers = o.int64();
+    else if (o.is("--heads")) a.model.heads = o.int64();
+    else if (o.is("--dim")) a.model.dim = o.int64();
+    else if (o.is("--dropout")) a.model.dropout = o.real();
+    else if (o.is("--lr")) a.lr = o.real();
+    else if (o.is("--warmup")) a.warmup = o.int64();
+    else if (o.is("--weight-decay")) a.weight_decay = o.real();
+    else if (o.is("--clip")) a.clip = o.real();
+    else if (o.is("--val-batches")) a.val_batches = o.int64();
+    else if (o.is("--threads")) a.threads = o.integer();
+    else if (o.is("--workers")) a.workers = o.integer();
+    else if (o.is("--seed")) a.seed = o.uint64();
+    else if (o.is("--data")) a.data_dir = o.str();
+    else if (o.is("--out")) a.out = o.str();
+    else if (o.is("--resume")) a.resume = true;
+    else if (o.is("--require-below")) a.require_below = o.str();
+    else if (o.is("--sample")) a.sample = true, a.prompt = o.str();
+    else if (o.is("--check-cache")) a.check_cache = true;
+    else if (o.is("--length")) a.length = o.int64();
+    else if (o.is("--temperature")) a.temperature = o.real();
+    else if (o.is("--top-k")) a.top_k = o.int64();
+    else if (o.is("--amp")) usage(argv[0], "--amp is not available yet: ember has no autocast (bf16) so far");
+    else o.unknown();
+    // clang-format on
   }
   if (a.epochs < 1 || a.batch_size < 1 || a.accum < 1 || a.threads < 1 || a.workers < 0 || !(a.lr > 0) ||
       a.model.block < 2 || a.model.layers < 1 || a.model.heads < 1 || a.model.dim % a.model.heads != 0) {
