@@ -4,6 +4,8 @@
 #   make            build (Release, -O3, portable: x86-64-v2 + per-ISA kernels chosen at run time)
 #   make test       build and run every test (CTest)
 #   make demo       build and train the main example (a CNN on Fashion-MNIST, 2 epochs)
+#   make demo-lm    build and train the second main job: a character-level transformer on the
+#                   fortunes text (a few minutes, 2 threads), then sample from it (docs/char_lm.md)
 #   make bench      build and run the benchmarks: ember and PyTorch each in its own process,
 #                   5 interleaved rounds (BENCH_FLAGS="--only softmax --rounds 7", see bench/run.py)
 #   make bench-train  one epoch of the main job in ember and in PyTorch, side by side
@@ -15,6 +17,9 @@
 #                   batch 1 and 64 (BENCH_FLAGS="--only cnn --rounds 7", see bench/quant.py)
 #   make bench-profiler  profiler overhead on the training step: ember::profiler against torch.profiler
 #   make bench-python  Python overhead: tiny ops, an MLP step and a Python training epoch, ember vs torch
+#   make bench-guards  cost of the training guards (docs/guards.md) on the main job's step: all on vs off
+#   make bench-lm   the char_lm transformer in ember and in PyTorch: training step and generation
+#                   tokens/s (torch with and without a KV cache), ratios ember/torch (bench/char_lm.py)
 #   make sanitize   build with -fsanitize=address,undefined in build-asan/ and run the tests
 #   make fuzz       the op fuzzer under ASan+UBSan for FUZZ_SECONDS (default 3600), seed FUZZ_SEED
 #
@@ -31,7 +36,8 @@ CTEST_FLAGS ?= --output-on-failure --timeout 900
 
 CONFIGURE = cmake -S . -DCMAKE_BUILD_TYPE=Release -DEMBER_NATIVE=$(NATIVE) -DEMBER_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
-.PHONY: all setup build test demo bench bench-train bench-infer bench-serve bench-quant bench-profiler bench-python sanitize fuzz clean
+.PHONY: all setup build test demo demo-lm bench bench-train bench-infer bench-serve bench-quant bench-profiler \
+	bench-python bench-guards bench-lm sanitize fuzz clean
 
 all: build
 
@@ -48,6 +54,11 @@ test: build
 DEMO_FLAGS ?=
 demo: build
 	@./$(BUILD_DIR)/examples/fashion_mnist --epochs 2 --out $(BUILD_DIR)/demo $(DEMO_FLAGS)
+
+DEMO_LM_FLAGS ?=
+demo-lm: build
+	@./$(BUILD_DIR)/examples/char_lm --epochs 3 --steps-per-epoch 200 --out $(BUILD_DIR)/demo-lm $(DEMO_LM_FLAGS)
+	@./$(BUILD_DIR)/examples/char_lm --out $(BUILD_DIR)/demo-lm --sample "A fool" --length 300
 
 BENCH_FLAGS ?=
 bench: build
@@ -73,6 +84,14 @@ bench-profiler: build
 
 bench-python: build
 	@/usr/bin/python3 bench/python.py --build $(BUILD_DIR) $(BENCH_FLAGS)
+
+bench-guards: build
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench_profiler
+	@/usr/bin/python3 bench/guards.py --build $(BUILD_DIR) $(BENCH_FLAGS)
+
+bench-lm: build
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench_char_lm
+	@/usr/bin/python3 bench/char_lm.py --build $(BUILD_DIR) $(BENCH_FLAGS)
 
 sanitize: setup
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=address,undefined \

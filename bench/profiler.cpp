@@ -2,8 +2,9 @@
 // Fashion-MNIST CNN, batch 64, Adam), one mode per process; bench/profiler.py runs it
 // against torch.profiler (profiler_torch.py).
 //
-//   bench_profiler --mode off|on|shapes [--steps 60] [--threads 2]
-// prints `summary: ms=<median step> min=.. max=.. events=..`.
+//   bench_profiler --mode off|on|shapes [--steps 60] [--threads 2] [--guards on|off]
+// prints `summary: ms=<median step> min=.. max=.. events=..`. --guards off turns every
+// training guard off (docs/guards.md); bench/guards.py measures their cost this way.
 #include <ember/ember.h>
 #include <ember/profiler/profiler.h>
 
@@ -18,17 +19,20 @@ using namespace ember;
 
 int main(int argc, char** argv) {
   std::string mode = "off";
+  std::string guards_mode = "on";
   int steps = 60, threads = 2;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     if (k == "--mode") mode = argv[i + 1];
     else if (k == "--steps") steps = std::stoi(argv[i + 1]);
     else if (k == "--threads") threads = std::stoi(argv[i + 1]);
+    else if (k == "--guards") guards_mode = argv[i + 1];
   }
   if (mode != "off" && mode != "on" && mode != "shapes") {
     std::fprintf(stderr, "--mode is off, on or shapes\n");
     return 2;
   }
+  guards::set_all_enabled(guards_mode != "off");
   set_num_threads(threads);
   manual_seed(0);
   nn::Sequential model(nn::Conv2d(nn::Conv2dOptions(1, 32, 3).padding(1)), nn::ReLU(),

@@ -17,6 +17,8 @@ PACKAGES=(
   libtorch-dev python3-torch python3-numpy
   # data: gzip'd IDX files, and the Fashion-MNIST data set for the main job
   zlib1g-dev dataset-fashion-mnist
+  # text for the second main job (examples/char_lm): the fortune cookie files
+  fortunes
   # Python bindings
   pybind11-dev python3-dev python3-pytest python3-venv python3-setuptools
   # ONNX export (protobuf classes of onnx.proto) and the independent checks of its files:

@@ -36,6 +36,8 @@
 #include <string>
 #include <vector>
 
+#include "common/options.h"
+
 namespace nn = ember::nn;
 namespace data = ember::data;
 
@@ -70,33 +72,25 @@ struct Args {
 
 Args parse(int argc, char** argv) {
   Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string k = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(argv[0], "missing value after " + k);
-      return argv[++i];
-    };
-    try {
-      if (k == "--epochs") a.epochs = std::stoll(value());
-      else if (k == "--batch-size") a.batch_size = std::stoll(value());
-      else if (k == "--lr") a.lr = std::stod(value());
-      else if (k == "--threads") a.threads = std::stoi(value());
-      else if (k == "--seed") a.seed = std::stoull(value());
-      else if (k == "--workers") a.workers = std::stoll(value());
-      else if (k == "--limit") a.limit = std::stoll(value());
-      else if (k == "--min-accuracy") a.min_accuracy = std::stod(value());
-      else if (k == "--data") a.data_dir = value();
-      else if (k == "--out") a.out = value();
-      else if (k == "--resume") a.resume = true;
-      else if (k == "--export") a.export_path = value();
-      else if (k == "--model") a.model = value();
-      else if (k == "--quantize") a.quantize = value();
-      else if (k == "--profile") a.profile_path = value();
-      else if (k == "--help" || k == "-h") usage(argv[0], "help");
-      else usage(argv[0], "unknown option " + k);
-    } catch (const std::logic_error&) {
-      usage(argv[0], "bad value for " + k);
-    }
+  for (examples::Options o(argc, argv, [&](const std::string& problem) { usage(argv[0], problem); }); o.next();) {
+    // clang-format off
+    if (o.is("--epochs")) a.epochs = o.int64();
+    else if (o.is("--batch-size")) a.batch_size = o.int64();
+    else if (o.is("--lr")) a.lr = o.real();
+    else if (o.is("--threads")) a.threads = o.integer();
+    else if (o.is("--seed")) a.seed = o.uint64();
+    else if (o.is("--workers")) a.workers = o.int64();
+    else if (o.is("--limit")) a.limit = o.int64();
+    else if (o.is("--min-accuracy")) a.min_accuracy = o.real();
+    else if (o.is("--data")) a.data_dir = o.str();
+    else if (o.is("--out")) a.out = o.str();
+    else if (o.is("--resume")) a.resume = true;
+    else if (o.is("--export")) a.export_path = o.str();
+    else if (o.is("--model")) a.model = o.str();
+    else if (o.is("--quantize")) a.quantize = o.str();
+    else if (o.is("--profile")) a.profile_path = o.str();
+    else o.unknown();
+    // clang-format on
   }
   if (a.model != "cnn" && a.model != "mlp") usage(argv[0], "--model is cnn or mlp, not " + a.model);
   if (!a.quantize.empty() && a.quantize != "dynamic") {

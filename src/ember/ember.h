@@ -33,6 +33,7 @@
 // ---- optim (optimizers, schedulers, clip_grad) ----
 #include "ember/optim/optim.h"
 #include "ember/data/data.h"
+#include "ember/guards/guards.h"
 // Convolution and pooling.
 #include "ember/ops/conv.h"
 #include "ember/ops/pool.h"

@@ -216,6 +216,7 @@ TEST(Checkpoint, RandomOpsRecomputeIdentically) {
 }
 
 TEST(AnomalyMode, NamesTheNodeThatProducedNan) {
+  guards::set_enabled(guards::Guard::NonFiniteLoss, false);  // the NaN is the point here
   Tensor x = tensor({1.0, -1.0}, kFloat64).requires_grad_();
   std::string msg;
   {
@@ -229,17 +230,28 @@ TEST(AnomalyMode, NamesTheNodeThatProducedNan) {
   // Without anomaly mode the NaN gradient is returned silently, as in PyTorch.
   Tensor x2 = x.detach().requires_grad_();
   x2.sqrt().sum().backward();
+  guards::set_enabled(guards::Guard::NonFiniteLoss, true);
   EXPECT_TRUE(std::isnan(x2.grad()[1].item<double>()));
 }
 
 TEST(AnomalyMode, LogOfNegativeThenSum) {
   Tensor x = tensor({2.0, -3.0}, kFloat64).requires_grad_();
+  std::vector<std::string> warnings;
+  WarningHandler old = set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
+  guards::reset();
   autograd::set_detect_anomaly(true);
   Tensor y = (x.log() * x).sum();  // log(-3) is nan; MulBackward0 passes it on
   const std::string msg = ErrorOf([&] { y.backward(); });
   autograd::set_detect_anomaly(false);
+  set_warning_handler(old);
   EXPECT_NE(msg.find("'MulBackward0' returned nan values"), std::string::npos) << msg;
   EXPECT_NE(msg.find("sequence number"), std::string::npos) << msg;
+  // The NonFiniteLoss guard warned first, naming the forward op that made the NaN.
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("[backward] the loss is nan at step 0"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[0].find("first non-finite forward value come from 'log' (backward node LogBackward0)"),
+            std::string::npos)
+      << warnings[0];
 }
 
 TEST(AutogradPrint, ShowsGradFnOrRequiresGrad) {

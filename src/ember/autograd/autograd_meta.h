@@ -36,6 +36,10 @@ struct AutogradMeta {
   // For a view created while grad mode was on: the version of the shared storage
   // when grad_fn was last set; an in-place change through another alias makes it stale.
   uint32_t attr_version = 0;
+  // Backward passes accumulated into grad since it was created or cleared, and grad's
+  // version after the last one (Note [Counting accumulations], node.cpp).
+  uint32_t grad_accumulations = 0;
+  uint32_t grad_version = 0;
 };
 
 }  // namespace ember::autograd

@@ -17,6 +17,7 @@
 #include "ember/autograd/autograd_meta.h"
 #include "ember/autograd/record.h"
 #include "ember/core/check.h"
+#include "ember/guards/guards.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/pointwise.h"
 #include "ember/ops/reduce.h"
@@ -326,6 +327,11 @@ void backward(const variable_list& tensors, const variable_list& grad_tensors, s
   std::vector<Edge> roots;
   variable_list grads;
   make_roots(tensors, grad_tensors, "backward", roots, grads);
+  // The NonFiniteLoss guard: one scalar read per backward from a loss.
+  if (tensors.size() == 1 && tensors[0].numel() == 1 && tensors[0].is_floating_point() &&
+      guards::is_enabled(guards::Guard::NonFiniteLoss)) {
+    guards::detail::check_loss(tensors[0].item<double>());
+  }
   std::unordered_map<Node*, std::vector<Capture>> captures;
   std::unordered_set<Node*> targets;
   std::vector<std::shared_ptr<Node>> keep;

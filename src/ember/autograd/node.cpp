@@ -78,10 +78,12 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   } else {
     data_ = t;
   }
+  if (!(t.is_leaf() && requires_grad_)) bytes_ = guards::detail::SavedBytes(static_cast<int64_t>(t.nbytes()));
 }
 
 void SavedVariable::reset() {
   if (!was_defined_) return;
+  bytes_.release();
   data_ = Tensor();
   released_ = true;
 }
@@ -140,6 +142,11 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
     Tensor r = h(g);
     if (r.defined()) g = std::move(r);
   }
+  // Note [Counting accumulations]: grad_accumulations counts the backward passes summed into
+  // grad since it was created or cleared (zero_grad); a grad changed in place by anything
+  // else since the last accumulation (e.g. the user's grad.zero_()) starts a new count.
+  const bool restart = !meta.grad.defined() || meta.grad._version() != meta.grad_version;
+  meta.grad_accumulations = restart ? 1 : meta.grad_accumulations + 1;
   if (!meta.grad.defined()) {
     // Steal the incoming tensor only when nothing else can see its memory (a user's
     // gradient, or another alias of the same storage, must not be written by later
@@ -161,6 +168,7 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
   } else {
     meta.grad.add_(g);
   }
+  meta.grad_version = meta.grad._version();
   const auto post = meta.post_accumulate_hooks;
   for (const auto& h : post) {
     if (h) h(variable_);

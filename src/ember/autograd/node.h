@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ember/core/tensor.h"
+#include "ember/guards/guards.h"
 
 namespace ember::autograd {
 
@@ -116,6 +117,7 @@ class SavedVariable {
   bool is_output_ = false;
   bool requires_grad_ = false;
   bool released_ = false;
+  guards::detail::SavedBytes bytes_;  // counted for the GraphRetention guard (parameters are not)
 };
 
 // The sink of a leaf: adds incoming gradients into leaf.grad (never replaces), then

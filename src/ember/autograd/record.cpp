@@ -9,6 +9,8 @@
 #include "ember/autograd/anomaly_mode.h"
 #include "ember/autograd/autograd_meta.h"
 #include "ember/core/check.h"
+#include "ember/core/op_scope.h"
+#include "ember/guards/guards.h"
 #include "ember/ops/creation.h"
 
 namespace ember::autograd {
@@ -142,6 +144,31 @@ void set_history(const Tensor& out, const std::shared_ptr<Node>& node) {
   meta.grad_fn = node;
   meta.output_nr = nr;
   if (out.impl()->view_base()) meta.attr_version = out._version();
+  if (AnomalyMode::is_enabled()) check_forward_output(out, *node);
+}
+
+void check_forward_output(const Tensor& out, const Node& node) {
+  if (!out.is_floating_point() || !guards::is_enabled(guards::Guard::NonFiniteLoss) ||
+      guards::detail::nonfinite_origin_known()) {
+    return;
+  }
+  bool finite = true;
+  {
+    NoGradGuard no_grad;
+    finite = out.isfinite().all().item<bool>();
+  }
+  if (finite) return;
+  const char* op = OpScope::outermost();
+  std::string what = "'";
+  what += op ? op : node.name().c_str();
+  what += "' (backward node ";
+  what += node.name();
+  what += ")";
+  if (!node.forward_trace().empty()) {
+    what += ", called from:\n";
+    what += node.forward_trace();
+  }
+  guards::detail::record_nonfinite_origin(std::move(what));
 }
 
 void inference_inplace_error(const char* op) {

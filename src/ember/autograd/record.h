@@ -54,6 +54,8 @@ void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node);
 
 // Anomaly mode: records the forward stack trace on the node when enabled.
 void maybe_record_anomaly(Node& node);
+// Anomaly mode: remembers the first forward output with NaN/inf for the NonFiniteLoss guard.
+void check_forward_output(const Tensor& out, const Node& node);
 
 // Sum of grad over the dims that were broadcast to get from `sizes` to grad's shape.
 Tensor sum_to(const Tensor& grad, IntArrayRef sizes);

@@ -21,6 +21,7 @@
 #endif
 
 #include "ember/core/check.h"
+#include "ember/guards/guards.h"
 
 namespace ember {
 
@@ -343,6 +344,7 @@ MemoryStats memory_stats(Device device) {
   s.active_allocations = s.num_allocations - s.num_frees;
   s.cached_small_bytes = small_cached_bytes();
   s.cached_bytes = block_cache().cached() + s.cached_small_bytes;
+  s.saved_for_backward_bytes = guards::saved_tensor_stats().bytes;
   return s;
 }
 

@@ -62,6 +62,10 @@ struct MemoryStats {
   int64_t active_allocations = 0;    // blocks held now
   int64_t cached_bytes = 0;          // freed blocks kept for reuse (not held by tensors), all caches
   int64_t cached_small_bytes = 0;    // the part of cached_bytes in the per-thread small-block caches
+  // Bytes of the tensors autograd graphs keep for backward (parameters not counted; counted
+  // while the GraphRetention guard is on, docs/guards.md). They share storage with other
+  // tensors, so this is a view of allocated_bytes, not a part to add.
+  int64_t saved_for_backward_bytes = 0;
 };
 
 MemoryStats memory_stats(Device device = Device(kCPU));

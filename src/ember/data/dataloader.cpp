@@ -1,6 +1,7 @@
 #include "ember/profiler/record.h"
 #include "ember/data/dataloader.h"
 
+#include <chrono>
 #include <condition_variable>
 #include <limits>
 #include <map>
@@ -10,6 +11,7 @@
 
 #include "ember/core/check.h"
 #include "ember/data/sample_rng.h"
+#include "ember/guards/guards.h"
 #include "ember/ops/creation.h"
 
 namespace ember::data {
@@ -31,6 +33,16 @@ struct LoaderRun {
   std::map<int64_t, Slot> ready;              // built, not yet yielded
   bool cancelled = false;
   bool finished = false;
+  // The DataLoaderWait guard: time the consumer spent inside next() after the first batch,
+  // against the time since the first batch arrived (waiting + the consumer's own work).
+  struct Wait {
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point first;
+    int64_t batches = -1;  // -1 until the first batch arrived
+    double waited_s = 0;
+    int64_t steps_at_first = 0;
+    bool judged = false;
+  } wait;
 };
 
 struct LoaderCore::Impl {
@@ -307,6 +319,34 @@ std::shared_ptr<LoaderRun> LoaderCore::start() {
 }
 
 bool LoaderCore::next(LoaderRun& r, std::any& out) {
+  if (!guards::is_enabled(guards::Guard::DataLoaderWait) || r.wait.judged) return next_batch(r, out);
+  using Clock = LoaderRun::Wait::Clock;
+  const Clock::time_point t0 = Clock::now();
+  const bool got = next_batch(r, out);
+  const Clock::time_point t1 = Clock::now();
+  LoaderRun::Wait& w = r.wait;
+  if (w.batches < 0) {  // the first batch includes starting the workers: not counted
+    w.first = t1;
+    w.batches = 0;
+    w.steps_at_first = guards::optimizer_steps();
+    return got;
+  }
+  w.waited_s += std::chrono::duration<double>(t1 - t0).count();
+  if (got) ++w.batches;
+  // Judged at the end of the epoch, or after 5x the minimum in a long one, and only for a
+  // training loop (optimizer steps happened in between), not for a loop that just reads data.
+  const int64_t min_batches = guards::settings().dataloader_min_batches;
+  if ((!got && w.batches >= min_batches) || w.batches >= 5 * min_batches) {
+    w.judged = true;
+    if (guards::optimizer_steps() > w.steps_at_first) {
+      guards::detail::dataloader_wait_report(w.waited_s, std::chrono::duration<double>(t1 - w.first).count(),
+                                             w.batches, impl_->num_workers);
+    }
+  }
+  return got;
+}
+
+bool LoaderCore::next_batch(LoaderRun& r, std::any& out) {
   profiler::RecordFunction record("DataLoader.next", profiler::EventKind::DataLoader);  // the wait for a batch
   Impl& m = *impl_;
   LoaderRun::Slot slot;

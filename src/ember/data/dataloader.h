@@ -98,6 +98,7 @@ class LoaderCore {
   void finish(LoaderRun& run);
 
  private:
+  bool next_batch(LoaderRun& run, std::any& out);  // next() without the DataLoaderWait guard's timing
   struct Impl;
   std::unique_ptr<Impl> impl_;
   DataLoaderOptions options_;

@@ -11,6 +11,7 @@
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
 #include "ember/core/warning.h"
+#include "ember/guards/quiet.h"
 #include "ember/jit/jit.h"
 #include "ember/jit/ops.h"
 #include "ember/jit/trace_hook.h"
@@ -253,6 +254,7 @@ TraceRun trace_once(const TraceFn& fn, const std::vector<Tensor>& inputs, const 
   {
     RecorderScope scope(rec);
     NoGradGuard no_grad;
+    guards::detail::EvalModeQuiet quiet;  // trace() warns about training mode itself
     run.outputs = fn(inputs);
   }
   EMBER_CHECK(!run.outputs.empty(), "[jit::trace] the traced function returned no tensors");

@@ -3,6 +3,7 @@
 
 #include "ember/nn/functional.h"
 #include "ember/nn/init.h"
+#include "ember/nn/evaluate.h"
 #include "ember/nn/module.h"
 #include "ember/nn/modules/activation.h"
 #include "ember/nn/modules/container.h"

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ember/autograd/autograd_meta.h"
 #include "ember/autograd/grad_mode.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
@@ -10,6 +11,17 @@
 #include "ember/ops/join.h"
 
 namespace ember::nn::utils {
+
+namespace {
+// Clipping changes the gradients in place but clears nothing: the count of backward passes
+// in them stays (Note [Counting accumulations], autograd/node.cpp).
+void keep_accumulation_counts(const std::vector<Tensor>& parameters) {
+  for (const Tensor& p : parameters) {
+    autograd::AutogradMeta* meta = p.defined() ? p.impl()->autograd_meta() : nullptr;
+    if (meta && meta->grad.defined()) meta->grad_version = meta->grad._version();
+  }
+}
+}  // namespace
 
 double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type,
                        bool error_if_nonfinite) {
@@ -39,6 +51,7 @@ double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, d
   // PyTorch computes max_norm / (total + 1e-6) as reciprocal() * max_norm in the norm's dtype.
   const Tensor coef = (total + 1e-6).reciprocal().mul(max_norm).clamp_max(1.0);
   for (const Tensor& g : grads) Tensor(g).mul_(coef.to(g.dtype()));
+  keep_accumulation_counts(parameters);
   return total_norm;
 }
 
@@ -52,6 +65,7 @@ void clip_grad_value_(const std::vector<Tensor>& parameters, double clip_value) 
   for (const Tensor& p : parameters) {
     if (p.defined() && p.grad().defined()) Tensor(p.grad()).clamp_(-clip_value, clip_value);
   }
+  keep_accumulation_counts(parameters);
 }
 
 void clip_grad_value_(const Tensor& parameter, double clip_value) {

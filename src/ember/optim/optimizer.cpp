@@ -2,9 +2,14 @@
 
 #include <unordered_set>
 
+#include <cmath>
+
+#include "ember/autograd/autograd_meta.h"
 #include "ember/autograd/grad_mode.h"
+#include "ember/guards/guards.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
+#include "ember/core/warning.h"
 #include "ember/ops/creation.h"
 
 namespace ember::optim {
@@ -119,8 +124,51 @@ Tensor Optimizer::step(const LossClosure& closure) {
     loss = closure();
   }
   NoGradGuard no_grad;
+  if (report_grad_norm_ || guards::is_enabled(guards::Guard::GradAccumulation)) check_gradients();
   for (OptimizerParamGroup& g : groups_) update(g);
+  guards::detail::on_optimizer_step(name_.c_str());
   return loss;
+}
+
+void Optimizer::set_accumulation_steps(int64_t steps) {
+  EMBER_CHECK(steps >= 1, "[", name_, ".set_accumulation_steps] steps must be >= 1, got ", steps);
+  accumulation_steps_ = steps;
+  short_steps_ = 0;
+}
+
+void Optimizer::check_gradients() {
+  int64_t passes = 0;
+  double sum_squares = 0;
+  for (const OptimizerParamGroup& g : groups_) {
+    for (const Tensor& p : g.params()) {
+      const autograd::AutogradMeta* meta = p.impl()->autograd_meta();
+      if (!meta || !meta->grad.defined()) continue;
+      passes = std::max<int64_t>(passes, meta->grad_accumulations);
+      if (report_grad_norm_) {
+        const double n = meta->grad.norm(2).item<double>();
+        sum_squares += n * n;
+      }
+    }
+  }
+  if (report_grad_norm_) last_grad_norm_ = std::sqrt(sum_squares);
+  // passes == 0: gradients set by hand (not by backward); nothing to judge.
+  if (passes == 0 || accumulation_warned_ || !guards::is_enabled(guards::Guard::GradAccumulation)) return;
+  short_steps_ = passes < accumulation_steps_ ? short_steps_ + 1 : 0;
+  if (passes <= accumulation_steps_ && short_steps_ < 2) return;
+  accumulation_warned_ = true;
+  const std::string n = std::to_string(passes), k = std::to_string(accumulation_steps_);
+  std::string msg = "[" + name_ + ".step] the gradients come from " + n + " backward passes since they were last ";
+  msg += "cleared, but the optimizer expects " + k + " per step (set_accumulation_steps(" + k + ")). ";
+  if (passes > accumulation_steps_) {
+    msg += "If this is not deliberate gradient accumulation, zero_grad() is missing: call optimizer.zero_grad() ";
+    msg += "after every step(). If it is, declare it with optimizer.set_accumulation_steps(" + n;
+    msg += ") and divide each loss by " + n + ". ";
+  } else {
+    msg += "Call backward() " + k + " times per step(), or declare the number you use with ";
+    msg += "optimizer.set_accumulation_steps(" + n + "). ";
+  }
+  msg += "(disable: ember::guards::set_enabled(ember::guards::Guard::GradAccumulation, false))";
+  warn(msg);
 }
 
 ParamState& Optimizer::state(const Tensor& param) { return state_[param.impl()]; }

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -146,6 +147,16 @@ class Optimizer {
   // gradient, under NoGradGuard. Returns the closure's loss (undefined without closure).
   Tensor step(const LossClosure& closure = nullptr);
 
+  // Gradient accumulation: the backward passes summed into the gradients per step() (default
+  // 1). The GradAccumulation guard (docs/guards.md) warns once when step() sees gradients
+  // from more passes (a missing zero_grad()), or from fewer on two steps in a row.
+  void set_accumulation_steps(int64_t steps);
+  int64_t accumulation_steps() const { return accumulation_steps_; }
+  // With report on, step() computes the total 2-norm of the gradients it applies (one
+  // reduction per parameter); last_grad_norm() returns it (NaN before the first such step).
+  void set_report_grad_norm(bool report) { report_grad_norm_ = report; }
+  double last_grad_norm() const { return last_grad_norm_; }
+
   // The state of a parameter (created empty on first use).
   ParamState& state(const Tensor& param);
   // The state if there is one, else nullptr.
@@ -171,6 +182,12 @@ class Optimizer {
   std::unique_ptr<OptimizerOptions> defaults_;
   std::string name_;
   std::unordered_map<const TensorImpl*, ParamState> state_;
+  void check_gradients();  // the GradAccumulation guard and the grad-norm report
+  int64_t accumulation_steps_ = 1;
+  int64_t short_steps_ = 0;  // consecutive steps with fewer passes than declared
+  bool accumulation_warned_ = false;
+  bool report_grad_norm_ = false;
+  double last_grad_norm_ = std::numeric_limits<double>::quiet_NaN();
 };
 
 namespace detail {

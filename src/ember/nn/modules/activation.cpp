@@ -2,7 +2,9 @@
 
 #include <sstream>
 
+#include "ember/autograd/grad_mode.h"
 #include "ember/core/check.h"
+#include "ember/guards/guards.h"
 #include "ember/nn/functional.h"
 
 namespace ember::nn {
@@ -21,7 +23,12 @@ std::string LeakyReLUImpl::extra_repr() const { return "negative_slope=" + num(n
 DropoutImpl::DropoutImpl(double p) : Module("Dropout"), p(p) {
   EMBER_CHECK(p >= 0 && p <= 1, "[nn.Dropout] dropout probability has to be between 0 and 1, but got ", p);
 }
-Tensor DropoutImpl::forward(const Tensor& input) { return functional::dropout(input, p, is_training()); }
+Tensor DropoutImpl::forward(const Tensor& input) {
+  if (is_training() && p > 0 && !GradMode::is_enabled() && guards::is_enabled(guards::Guard::EvalMode)) {
+    guards::detail::eval_mode_warning("nn.Dropout");
+  }
+  return functional::dropout(input, p, is_training());
+}
 std::string DropoutImpl::extra_repr() const { return "p=" + num(p) + ", inplace=False"; }
 std::shared_ptr<Module> DropoutImpl::clone() const {
   auto c = std::make_shared<DropoutImpl>(p);

@@ -4,6 +4,7 @@
 
 #include "ember/autograd/grad_mode.h"
 #include "ember/core/check.h"
+#include "ember/guards/guards.h"
 #include "ember/nn/functional.h"
 #include "ember/nn/init.h"
 #include "ember/ops/creation.h"
@@ -49,6 +50,9 @@ void BatchNormImplBase::reset_parameters() {
 
 Tensor BatchNormImplBase::forward(const Tensor& input) {
   EMBER_CHECK(input.defined(), "[nn.", name(), "] called with an undefined tensor");
+  if (is_training() && !GradMode::is_enabled() && guards::is_enabled(guards::Guard::EvalMode)) {
+    guards::detail::eval_mode_warning("nn.BatchNorm");
+  }
   const int64_t d = input.dim();
   if (dims_ == 1) {
     EMBER_CHECK(d == 2 || d == 3, "[nn.", name(), "] expected 2D or 3D input (got ", d, "D input of sizes ",
