@@ -71,5 +71,6 @@ void init_autograd(py::module_& m);
 void init_optim(py::module_& m);
 void init_interop(py::module_& m);
 void init_nn_modules(py::module_& m);
+void init_guards(py::module_& m);
 
 }  // namespace ember::python

@@ -406,6 +406,7 @@ def typename(obj):
 
 
 from . import autograd  # noqa: E402
+from . import guards  # noqa: E402,F401
 from . import nn  # noqa: E402
 from . import optim  # noqa: E402
 from . import utils  # noqa: E402

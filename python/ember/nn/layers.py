@@ -6,6 +6,7 @@ from collections import OrderedDict
 
 from .. import _C
 from ..autograd.grad_mode import no_grad
+from ..guards import _eval_mode_check
 from . import functional as F
 from . import init
 from .module import Module
@@ -273,6 +274,8 @@ class _BatchNorm(Module):
 
     def forward(self, input):
         self._check_input_dim(input)
+        if self.training:
+            _eval_mode_check("nn.BatchNorm")
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked.add_(1)
@@ -373,6 +376,8 @@ class Dropout(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, input):
+        if self.training and self.p > 0:
+            _eval_mode_check("nn.Dropout")
         return F.dropout(input, self.p, self.training, self.inplace)
 
     def extra_repr(self):

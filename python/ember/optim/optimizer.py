@@ -140,6 +140,7 @@ def update_step(update):
                 loss = closure()
         with no_grad():
             update(self)
+        _C._guards.on_optimizer_step(type(self).__name__)  # step count, graph-retention guard
         return loss
 
     return step
