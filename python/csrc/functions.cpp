@@ -371,52 +371,50 @@ void init_functions(py::module_& m) {
   init.def("_calculate_fan_in_and_fan_out", &I::calculate_fan_in_and_fan_out, py::arg("tensor"));
   // Each initialiser fills the tensor in place under no-grad and returns the same object.
   init.def("uniform_", [](py::object o, double a, double b) {
-             Tensor t = o.cast<Tensor>(); I::uniform_(t, a, b);  return o;
-           }, py::arg("tensor"),
-           py::arg("a") = 0.0, py::arg("b") = 1.0);
+        I::uniform_(o.cast<Tensor>(), a, b);
+        return o;
+      }, py::arg("tensor"), py::arg("a") = 0.0, py::arg("b") = 1.0);
   init.def("normal_", [](py::object o, double mean, double std) {
-             Tensor t = o.cast<Tensor>(); I::normal_(t, mean, std);  return o;
-           }, py::arg("tensor"),
-           py::arg("mean") = 0.0, py::arg("std") = 1.0);
+        I::normal_(o.cast<Tensor>(), mean, std);
+        return o;
+      }, py::arg("tensor"), py::arg("mean") = 0.0, py::arg("std") = 1.0);
   init.def("trunc_normal_", [](py::object o, double mean, double std, double a, double b) {
-             Tensor t = o.cast<Tensor>();
-             I::trunc_normal_(t, mean, std, a, b);
-            return o;
-           }, py::arg("tensor"), py::arg("mean") = 0.0, py::arg("std") = 1.0, py::arg("a") = -2.0, py::arg("b") = 2.0);
+        I::trunc_normal_(o.cast<Tensor>(), mean, std, a, b);
+        return o;
+      }, py::arg("tensor"), py::arg("mean") = 0.0, py::arg("std") = 1.0, py::arg("a") = -2.0, py::arg("b") = 2.0);
   init.def("constant_", [](py::object o, double v) {
-             Tensor t = o.cast<Tensor>(); I::constant_(t, v);  return o;
-           }, py::arg("tensor"), py::arg("val"));
-  init.def("zeros_", [](py::object o) {
-             Tensor t = o.cast<Tensor>(); I::zeros_(t);  return o;
-           }, py::arg("tensor"));
-  init.def("ones_", [](py::object o) {
-             Tensor t = o.cast<Tensor>(); I::ones_(t);  return o;
-           }, py::arg("tensor"));
-  init.def("eye_", [](py::object o) {
-             Tensor t = o.cast<Tensor>(); I::eye_(t);  return o;
-           }, py::arg("tensor"));
+        I::constant_(o.cast<Tensor>(), v);
+        return o;
+      }, py::arg("tensor"), py::arg("val"));
+  using Fill = Tensor (*)(Tensor);
+  for (const auto& [name, fill] : {std::pair<const char*, Fill>{"zeros_", &I::zeros_},
+                                   std::pair<const char*, Fill>{"ones_", &I::ones_},
+                                   std::pair<const char*, Fill>{"eye_", &I::eye_}}) {
+    init.def(name, [fill = fill](py::object o) {
+          fill(o.cast<Tensor>());
+          return o;
+        }, py::arg("tensor"));
+  }
   init.def("xavier_uniform_", [](py::object o, double gain) {
-             Tensor t = o.cast<Tensor>(); I::xavier_uniform_(t, gain);  return o;
-           }, py::arg("tensor"),
-           py::arg("gain") = 1.0);
+        I::xavier_uniform_(o.cast<Tensor>(), gain);
+        return o;
+      }, py::arg("tensor"), py::arg("gain") = 1.0);
   init.def("xavier_normal_", [](py::object o, double gain) {
-             Tensor t = o.cast<Tensor>(); I::xavier_normal_(t, gain);  return o;
-           }, py::arg("tensor"),
-           py::arg("gain") = 1.0);
+        I::xavier_normal_(o.cast<Tensor>(), gain);
+        return o;
+      }, py::arg("tensor"), py::arg("gain") = 1.0);
   init.def("kaiming_uniform_", [](py::object o, double a, const std::string& mode, const std::string& nl) {
-             Tensor t = o.cast<Tensor>();
-             I::kaiming_uniform_(t, a, mode, nl);
-            return o;
-           }, py::arg("tensor"), py::arg("a") = 0.0, py::arg("mode") = "fan_in", py::arg("nonlinearity") = "leaky_relu");
+        I::kaiming_uniform_(o.cast<Tensor>(), a, mode, nl);
+        return o;
+      }, py::arg("tensor"), py::arg("a") = 0.0, py::arg("mode") = "fan_in", py::arg("nonlinearity") = "leaky_relu");
   init.def("kaiming_normal_", [](py::object o, double a, const std::string& mode, const std::string& nl) {
-             Tensor t = o.cast<Tensor>();
-             I::kaiming_normal_(t, a, mode, nl);
-            return o;
-           }, py::arg("tensor"), py::arg("a") = 0.0, py::arg("mode") = "fan_in", py::arg("nonlinearity") = "leaky_relu");
+        I::kaiming_normal_(o.cast<Tensor>(), a, mode, nl);
+        return o;
+      }, py::arg("tensor"), py::arg("a") = 0.0, py::arg("mode") = "fan_in", py::arg("nonlinearity") = "leaky_relu");
   init.def("orthogonal_", [](py::object o, double gain) {
-             Tensor t = o.cast<Tensor>(); I::orthogonal_(t, gain);  return o;
-           }, py::arg("tensor"),
-           py::arg("gain") = 1.0);
+        I::orthogonal_(o.cast<Tensor>(), gain);
+        return o;
+      }, py::arg("tensor"), py::arg("gain") = 1.0);
 }
 
 }  // namespace ember::python
