@@ -151,3 +151,23 @@ def test_clip_grad_norm_matches_torch():
     tn = torch.nn.utils.clip_grad_norm_([tp], 1.0)
     assert en.item() == pytest.approx(tn.item(), rel=1e-6)
     assert_close(ep.grad, tp.grad)
+
+
+@pytest.mark.parametrize("opt_name,kwargs", [("SGD", dict(lr=0.1, momentum=0.9)), ("Adam", dict(lr=0.1)),
+                                             ("AdamW", dict(lr=0.1))])
+@pytest.mark.parametrize("sched_kwargs", [dict(), dict(anneal_strategy="linear"), dict(three_phase=True)])
+def test_one_cycle_lr_matches_torch_including_momentum(opt_name, kwargs, sched_kwargs):
+    ep, tp = ember.nn.Parameter(ember.ones(1)), torch.nn.Parameter(torch.ones(1))
+    eo, to = getattr(ember.optim, opt_name)([ep], **kwargs), getattr(torch.optim, opt_name)([tp], **kwargs)
+    es = ember.optim.lr_scheduler.OneCycleLR(eo, max_lr=1.0, total_steps=20, **sched_kwargs)
+    ts = torch.optim.lr_scheduler.OneCycleLR(to, max_lr=1.0, total_steps=20, **sched_kwargs)
+    key = "betas" if "betas" in to.defaults else "momentum"
+    for _ in range(19):
+        assert es.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12)
+        assert eo.param_groups[0][key] == pytest.approx(to.param_groups[0][key], rel=1e-12)
+        eo.step()
+        to.step()
+        es.step()
+        ts.step()
+    with pytest.raises(ValueError, match="must support momentum"):
+        ember.optim.lr_scheduler.OneCycleLR(ember.optim.Adagrad([ep]), max_lr=1.0, total_steps=5)
