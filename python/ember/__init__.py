@@ -347,12 +347,37 @@ def save(obj, f, pickle_protocol=4):
         raise
 
 
+class _WeightsUnpickler(_pickle.Unpickler):
+    """Loads only tensors, Parameters, dtypes, numbers, strings and containers: a pickle can
+    run any code it names, so an untrusted file is read with weights_only=True."""
+
+    _ALLOWED = {
+        ("ember", "_rebuild_tensor"), ("ember", "_rebuild_subclass"), ("ember._C", "dtype"),
+        ("ember.nn.parameter", "Parameter"), ("collections", "OrderedDict"),
+        ("numpy.core.multiarray", "_reconstruct"), ("numpy.core.multiarray", "scalar"), ("numpy", "ndarray"),
+        ("numpy", "dtype"), ("builtins", "set"), ("builtins", "frozenset"), ("builtins", "complex"),
+    }
+
+    def find_class(self, module, name):
+        if (module, name) in self._ALLOWED:
+            return super().find_class(module, name)
+        raise _pickle.UnpicklingError(
+            f"ember.load(weights_only=True) refuses to load {module}.{name}: only tensors, numbers, strings and "
+            "containers are allowed; load a file you trust with weights_only=False")
+
+
 def load(f, map_location=None, weights_only=False):
-    """Reads what save() wrote (map_location is accepted for torch compatibility: CPU only)."""
+    """Reads what save() wrote (map_location is accepted for torch compatibility: CPU only).
+
+    weights_only=True refuses anything but tensors, numbers, strings and containers: use it
+    for files from elsewhere (a pickle can otherwise run arbitrary code, as with torch.load)."""
+    def read(fh):
+        return _WeightsUnpickler(fh).load() if weights_only else _pickle.load(fh)
+
     if hasattr(f, "read"):
-        return _pickle.load(f)
+        return read(f)
     with open(_os.fspath(f), "rb") as fh:
-        return _pickle.load(fh)
+        return read(fh)
 
 
 def _rebuild_tensor(array, dtype_name, requires_grad):

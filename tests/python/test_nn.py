@@ -262,3 +262,23 @@ def test_multihead_attention_and_encoder_layer_match_torch():
     tlayer = torch.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0, batch_first=True,
                                               norm_first=True)
     check_layer(elayer.eval(), tlayer.eval(), (2, 5, 8))
+
+
+def test_load_weights_only_reads_state_dicts_and_refuses_code(tmp_path):
+    import pickle
+
+    net = Net()
+    ember.save({"model": net.state_dict(), "epoch": 3, "note": "ok", "dtype": ember.float32,
+                "p": net.scale}, tmp_path / "ckpt.pt")
+    ck = ember.load(tmp_path / "ckpt.pt", weights_only=True)
+    assert ck["epoch"] == 3 and ck["dtype"] == ember.float32 and isinstance(ck["p"], enn.Parameter)
+    assert list(ck["model"].keys()) == list(net.state_dict().keys())
+    assert ck["model"]["head.weight"].equal(net.head.weight.detach())
+
+    class Evil:
+        def __reduce__(self):
+            return (print, ("pwned",))
+
+    (tmp_path / "evil.pt").write_bytes(pickle.dumps({"x": Evil()}))
+    with pytest.raises(pickle.UnpicklingError, match=r"refuses to load builtins.print"):
+        ember.load(tmp_path / "evil.pt", weights_only=True)
