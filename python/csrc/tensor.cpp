@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "bind.h"
+#include "ember/autograd/autograd_meta.h"
 
 namespace ember::python {
 
@@ -410,6 +411,11 @@ void init_tensor(py::module_& m) {
             return py::cast(fn);
           })
       .def_property_readonly("output_nr", &Tensor::output_nr)
+      // Backward passes summed into .grad since it was last cleared (the GradAccumulation guard).
+      .def_property_readonly("_grad_accumulations", [](const Tensor& t) -> int64_t {
+            const autograd::AutogradMeta* meta = t.impl()->autograd_meta();
+            return meta && meta->grad.defined() ? meta->grad_accumulations : 0;
+          })
       .def_property("data", [](const Tensor& t) { return t.detach(); },
                     [](Tensor& t, const Tensor& v) {
                       if (t.sizes() != v.sizes() || t.dtype() != v.dtype())

@@ -3,11 +3,11 @@
     ember.guards.set_enabled("EvalMode", False)     # one guard off
     ember.guards.set_all_enabled(False)             # all off
 
-From Python: NonFiniteLoss (backward from a NaN/inf loss) and the graph-retention and
-step counting (Python optimizers report their steps) work as in C++; EvalMode fires for
-ember.nn's Dropout/BatchNorm called in training mode under no_grad/inference_mode. The
-GradAccumulation count and DataLoaderWait are C++-only for now (ember's C++ optimizers
-and DataLoader).
+From Python: NonFiniteLoss (backward from a NaN/inf loss), GraphRetention and
+GradAccumulation (Python optimizers report their steps and check the backward passes
+behind each .grad; optimizer.set_accumulation_steps(k) declares accumulation) work as in
+C++; EvalMode fires for ember.nn's Dropout/BatchNorm called in training mode under
+no_grad/inference_mode. DataLoaderWait is C++-only for now (ember's C++ DataLoader).
 """
 
 from . import _C

@@ -80,3 +80,28 @@ def test_losses_kept_with_their_graphs_across_python_optimizer_steps_warn():
 def test_unknown_guard_names_the_known_ones():
     with pytest.raises(ValueError, match="unknown guard 'Nope'; the guards are GradAccumulation, EvalMode"):
         ember.guards.set_enabled("Nope", False)
+
+
+def test_missing_zero_grad_warns_with_the_count_and_declared_accumulation_is_silent():
+    model = nn.Linear(3, 1)
+    opt = ember.optim.SGD(model.parameters(), lr=0.01)
+
+    def loop(zero, backward_per_step=1, steps=3):
+        for _ in range(steps):
+            if zero:
+                opt.zero_grad()
+            for _ in range(backward_per_step):
+                model(ember.randn(4, 3)).sum().backward()
+            opt.step()
+
+    msgs = caught(lambda: loop(zero=False))
+    assert len(msgs) == 1 and msgs[0].startswith("[SGD.step] the gradients come from 2 backward passes")
+    assert "zero_grad() is missing" in msgs[0]
+    opt2 = ember.optim.SGD(model.parameters(), lr=0.01)
+    opt = opt2
+    assert caught(lambda: loop(zero=True)) == []
+    opt.set_accumulation_steps(3)
+    assert caught(lambda: loop(zero=True, backward_per_step=3)) == []
+    ember.guards.set_enabled("GradAccumulation", False)
+    opt = ember.optim.SGD(model.parameters(), lr=0.01)
+    assert caught(lambda: loop(zero=False)) == []

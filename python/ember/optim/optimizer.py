@@ -3,6 +3,7 @@ zero_grad, add_param_group, state_dict/load_state_dict in torch's layout. Subcla
 Python as in torch: define __init__(params, defaults) and step()."""
 
 import functools
+import warnings
 from collections import defaultdict
 from copy import deepcopy
 
@@ -85,6 +86,41 @@ class Optimizer:
     def step(self, closure=None):
         raise NotImplementedError
 
+    def set_accumulation_steps(self, steps):
+        """Declares gradient accumulation: `steps` backward passes feed each step() (default
+        1). The GradAccumulation guard (docs/guards.md) warns when the count differs."""
+        if not isinstance(steps, int) or steps < 1:
+            raise ValueError(f"set_accumulation_steps: steps must be an int >= 1, got {steps!r}")
+        self.__dict__["_accumulation_steps"] = steps
+        self.__dict__["_short_steps"] = 0
+
+    def _check_accumulation(self):
+        """The GradAccumulation guard for Python optimizers: as ember's C++ Optimizer, more
+        backward passes than declared warn at once, fewer only twice in a row."""
+        d = self.__dict__
+        if d.get("_accumulation_warned"):
+            return
+        passes = max((p._grad_accumulations for g in self.param_groups for p in g["params"]), default=0)
+        if passes == 0:  # gradients set by hand: nothing to judge
+            return
+        k = d.get("_accumulation_steps", 1)
+        d["_short_steps"] = d.get("_short_steps", 0) + 1 if passes < k else 0
+        if passes <= k and d["_short_steps"] < 2:
+            return
+        d["_accumulation_warned"] = True
+        name = type(self).__name__
+        msg = (f"[{name}.step] the gradients come from {passes} backward passes since they were last cleared, but "
+               f"the optimizer expects {k} per step (set_accumulation_steps({k})). ")
+        if passes > k:
+            msg += ("If this is not deliberate gradient accumulation, zero_grad() is missing: call "
+                    f"optimizer.zero_grad() after every step(). If it is, declare it with "
+                    f"optimizer.set_accumulation_steps({passes}) and divide each loss by {passes}. ")
+        else:
+            msg += (f"Call backward() {k} times per step(), or declare the number you use with "
+                    f"optimizer.set_accumulation_steps({passes}). ")
+        msg += '(disable: ember.guards.set_enabled("GradAccumulation", False))'
+        warnings.warn(msg, UserWarning, stacklevel=3)
+
 
     def state_dict(self):
         index = {}
@@ -138,6 +174,8 @@ def update_step(update):
         if closure is not None:
             with enable_grad():
                 loss = closure()
+        if _C._guards.is_enabled("GradAccumulation"):
+            self._check_accumulation()
         with no_grad():
             update(self)
         _C._guards.on_optimizer_step(type(self).__name__)  # step count, graph-retention guard
