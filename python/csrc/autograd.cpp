@@ -156,9 +156,7 @@ void init_autograd(py::module_& m) {
             if (auto* acc = dynamic_cast<const autograd::AccumulateGrad*>(&n)) return wrap(acc->variable());
             throw py::attribute_error("'" + n.name() + "' object has no attribute 'variable'");
           })
-      .def("register_hook", [](Node& n, py::function hook) {
-            (void)n;
-            (void)hook;
+      .def("register_hook", [](Node&, py::function) {
             throw py::value_error("grad_fn.register_hook is not supported; use Tensor.register_hook on the output");
           });
 

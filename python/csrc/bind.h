@@ -29,6 +29,9 @@ const Tensor* as_tensor(py::handle h);
 std::vector<int64_t> to_int_list(py::handle h, const char* op, const char* arg);
 // view(2, 3) / view((2, 3)) / view([2, 3]) / view(ember.Size([2, 3])).
 std::vector<int64_t> shape_from_args(const py::args& args, const char* op);
+// device= arguments: None or "cpu" (ember runs on the CPU); anything else is a ValueError
+// naming `op`, never silently ignored.
+void check_device(py::handle device, const char* op);
 // ember.Size (a tuple subclass set by the package, see ember/__init__.py).
 py::object make_size(IntArrayRef sizes);
 // namedtuple results (values, indices), as torch.return_types.

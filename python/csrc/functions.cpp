@@ -41,7 +41,7 @@ Tensor finish(Tensor t, bool requires_grad) {
 template <typename F>
 auto factory(const char* name, F&& make) {
   return [name, make](py::args size, py::handle dtype, py::handle device, bool requires_grad) {
-    (void)device;
+    check_device(device, name);
     return finish(make(shape_from_args(size, name), make_opts(dtype, get_default_dtype())), requires_grad);
   };
 }
@@ -64,7 +64,6 @@ std::vector<int64_t> ints(py::handle h, const char* op, const char* arg) {
 }  // namespace
 
 void init_functions(py::module_& m) {
-  const auto kw = [](const char* n) { return py::arg(n); };
   m.def("zeros", factory("zeros", [](std::vector<int64_t> s, TensorOptions o) { return zeros(s, o); }), py::kw_only(),
         py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false);
   m.def("ones", factory("ones", [](std::vector<int64_t> s, TensorOptions o) { return ones(s, o); }), py::kw_only(),
@@ -75,37 +74,42 @@ void init_functions(py::module_& m) {
         py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false);
   m.def("randn", factory("randn", [](std::vector<int64_t> s, TensorOptions o) { return randn(s, o); }), py::kw_only(),
         py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false);
-  m.def("full", [](py::handle size, py::handle value, py::handle dtype, py::handle, bool rg) {
+  m.def("full", [](py::handle size, py::handle value, py::handle dtype, py::handle device, bool rg) {
+        check_device(device, "full");
         const Scalar v = to_scalar(value, "full");
         DType fallback = v.is_floating_point() ? get_default_dtype() : v.is_boolean() ? kBool : kInt64;
         return finish(full(to_int_list(size, "full", "size"), v, make_opts(dtype, fallback)), rg);
       }, py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
       py::arg("device") = py::none(), py::arg("requires_grad") = false);
-  auto like = [](const char* name, Tensor (*fn)(const Tensor&, const TensorOptions&)) {
-    return [fn](const Tensor& t, py::handle dtype, py::handle, bool rg) {
+  auto like = [](Tensor (*fn)(const Tensor&, const TensorOptions&)) {
+    return [fn](const Tensor& t, py::handle dtype, py::handle device, bool rg) {
+      check_device(device, "*_like");
       return finish(fn(t, make_opts(dtype, t.dtype())), rg);
     };
-    (void)name;
   };
-  m.def("zeros_like", like("zeros_like", &zeros_like), py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(),
+  m.def("zeros_like", like(&zeros_like), py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(),
         py::arg("device") = py::none(), py::arg("requires_grad") = false);
-  m.def("ones_like", like("ones_like", &ones_like), py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(),
+  m.def("ones_like", like(&ones_like), py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(),
         py::arg("device") = py::none(), py::arg("requires_grad") = false);
-  m.def("empty_like", like("empty_like", &empty_like), py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(),
+  m.def("empty_like", like(&empty_like), py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(),
         py::arg("device") = py::none(), py::arg("requires_grad") = false);
-  m.def("rand_like", [](const Tensor& t, py::handle dtype, py::handle, bool rg) {
+  m.def("rand_like", [](const Tensor& t, py::handle dtype, py::handle device, bool rg) {
+        check_device(device, "rand_like");
         return finish(rand(t.sizes(), make_opts(dtype, t.dtype())), rg);
       }, py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
       py::arg("requires_grad") = false);
-  m.def("randn_like", [](const Tensor& t, py::handle dtype, py::handle, bool rg) {
+  m.def("randn_like", [](const Tensor& t, py::handle dtype, py::handle device, bool rg) {
+        check_device(device, "randn_like");
         return finish(randn(t.sizes(), make_opts(dtype, t.dtype())), rg);
       }, py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
       py::arg("requires_grad") = false);
-  m.def("full_like", [](const Tensor& t, py::handle value, py::handle dtype, py::handle, bool rg) {
+  m.def("full_like", [](const Tensor& t, py::handle value, py::handle dtype, py::handle device, bool rg) {
+        check_device(device, "full_like");
         return finish(full_like(t, to_scalar(value, "full_like"), make_opts(dtype, t.dtype())), rg);
       }, py::arg("input"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
       py::arg("device") = py::none(), py::arg("requires_grad") = false);
-  m.def("arange", [](py::handle a, py::handle b, py::handle step, py::handle dtype, py::handle, bool rg) {
+  m.def("arange", [](py::handle a, py::handle b, py::handle step, py::handle dtype, py::handle device, bool rg) {
+        check_device(device, "arange");
         auto is_float = [](py::handle h) { return !h.is_none() && PyFloat_Check(h.ptr()); };
         const DType fallback = is_float(a) || is_float(b) || is_float(step) ? get_default_dtype() : kInt64;
         const TensorOptions o = make_opts(dtype, fallback);
@@ -113,16 +117,19 @@ void init_functions(py::module_& m) {
         return finish(arange(to_scalar(a, "arange"), to_scalar(b, "arange"), step.is_none() ? Scalar(1) : to_scalar(step, "arange"), o), rg);
       }, py::arg("start"), py::arg("end") = py::none(), py::arg("step") = py::none(), py::kw_only(),
       py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false);
-  m.def("linspace", [](py::handle a, py::handle b, int64_t steps, py::handle dtype, py::handle, bool rg) {
+  m.def("linspace", [](py::handle a, py::handle b, int64_t steps, py::handle dtype, py::handle device, bool rg) {
+        check_device(device, "linspace");
         return finish(linspace(to_scalar(a, "linspace"), to_scalar(b, "linspace"), steps, make_opts(dtype, get_default_dtype())), rg);
       }, py::arg("start"), py::arg("end"), py::arg("steps"), py::kw_only(), py::arg("dtype") = py::none(),
       py::arg("device") = py::none(), py::arg("requires_grad") = false);
-  m.def("eye", [](int64_t n, std::optional<int64_t> cols, py::handle dtype, py::handle, bool rg) {
+  m.def("eye", [](int64_t n, std::optional<int64_t> cols, py::handle dtype, py::handle device, bool rg) {
+        check_device(device, "eye");
         const TensorOptions o = make_opts(dtype, get_default_dtype());
         return finish(cols ? eye(n, *cols, o) : eye(n, o), rg);
       }, py::arg("n"), py::arg("m") = py::none(), py::kw_only(), py::arg("dtype") = py::none(),
       py::arg("device") = py::none(), py::arg("requires_grad") = false);
-  m.def("randint", [](py::args args, py::handle dtype, py::handle, bool rg) {
+  m.def("randint", [](py::args args, py::handle dtype, py::handle device, bool rg) {
+        check_device(device, "randint");
         // randint(high, size) / randint(low, high, size)
         if (args.size() == 2)
           return finish(randint(args[0].cast<int64_t>(), to_int_list(args[1], "randint", "size"), make_opts(dtype, kInt64)), rg);
@@ -131,7 +138,8 @@ void init_functions(py::module_& m) {
                                 make_opts(dtype, kInt64)), rg);
         throw py::type_error("randint(): expected (high, size) or (low, high, size)");
       }, py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(), py::arg("requires_grad") = false);
-  m.def("randperm", [](int64_t n, py::handle dtype, py::handle, bool rg) {
+  m.def("randperm", [](int64_t n, py::handle dtype, py::handle device, bool rg) {
+        check_device(device, "randperm");
         return finish(randperm(n, make_opts(dtype, kInt64)), rg);
       }, py::arg("n"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
       py::arg("requires_grad") = false);
@@ -193,7 +201,6 @@ void init_functions(py::module_& m) {
         if (return_counts) out.append(wrap(counts));
         return py::tuple(out);
       }, py::arg("input"), py::arg("sorted") = true, py::arg("return_inverse") = false, py::arg("return_counts") = false);
-  (void)kw;
 
   // ---- random state, threads ----
   m.def("manual_seed", [](uint64_t seed) { manual_seed(seed); }, py::arg("seed"));

@@ -254,8 +254,7 @@ Tensor from_dlpack(py::object obj) {
 }  // namespace
 
 void init_interop(py::module_& m) {
-  py::module_ np = py::module_::import("numpy");  // fails early with a clear ImportError
-  (void)np;
+  py::module_::import("numpy");  // fails at import with a clear ImportError when numpy is missing
   m.def("from_numpy", &from_numpy, py::arg("ndarray"));
   m.def("_tensor", &tensor_from_data, py::arg("data"), py::arg("dtype") = py::none());
   m.def("from_dlpack", &from_dlpack, py::arg("ext_tensor"));

@@ -106,6 +106,14 @@ std::vector<int64_t> shape_from_args(const py::args& args, const char* op) {
   return out;
 }
 
+void check_device(py::handle device, const char* op) {
+  if (device.is_none()) return;
+  const std::string d = py::str(device);
+  if (d == "cpu" || d.rfind("cpu:", 0) == 0) return;
+  throw py::value_error(std::string(op) + "(): ember runs on the CPU only; got device '" + d +
+                        "' (drop the device argument or use 'cpu')");
+}
+
 py::object make_size(IntArrayRef sizes) {
   py::tuple t(sizes.size());
   for (size_t i = 0; i < sizes.size(); ++i) t[i] = py::int_(sizes[i]);

@@ -272,9 +272,7 @@ Tensor to_method(const Tensor& t, py::args args, py::kwargs kw) {
       dtype = o->dtype();
       return;
     }
-    const std::string dev = py::str(a);
-    if (dev != "cpu" && dev.rfind("cpu:", 0) != 0)
-      throw py::value_error("to(): ember runs on the CPU only; got device '" + dev + "'");
+    check_device(a, "to");
   };
   for (py::handle a : args) {
     if (PyBool_Check(a.ptr())) continue;  // non_blocking
@@ -956,15 +954,18 @@ void init_tensor(py::module_& m) {
   for (const auto& [name, make] : {std::pair<const char*, Factory>{"new_zeros", &zeros},
                                    std::pair<const char*, Factory>{"new_ones", &ones},
                                    std::pair<const char*, Factory>{"new_empty", &empty}}) {
-    cls.def(name, [new_opts, name = name, make = make](const Tensor& t, py::object size, py::handle dtype, py::handle,
-                                                       bool rg) {
+    cls.def(name, [new_opts, name = name, make = make](const Tensor& t, py::object size, py::handle dtype,
+                                                       py::handle device, bool rg) {
+          check_device(device, name);
           Tensor r = make(to_int_list(size, name, "size"), new_opts(t, dtype));
           if (rg) r.requires_grad_(true);
           return r;
         }, py::arg("size"), py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
         py::arg("requires_grad") = false);
   }
-  cls.def("new_full", [new_opts](const Tensor& t, py::object size, py::handle v, py::handle dtype, py::handle, bool rg) {
+  cls.def("new_full", [new_opts](const Tensor& t, py::object size, py::handle v, py::handle dtype, py::handle device,
+                                 bool rg) {
+        check_device(device, "new_full");
         Tensor r = full(to_int_list(size, "new_full", "size"), to_scalar(v, "new_full"), new_opts(t, dtype));
         if (rg) r.requires_grad_(true);
         return r;

@@ -105,10 +105,13 @@ class _CudaStub:
 
 
 cuda = _CudaStub()
+_device = device  # the class, for functions whose `device` argument shadows it
 
 
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """A new tensor (always a copy) from a number, a nested list/tuple, an ndarray or a tensor."""
+    if device is not None:
+        _device(device)  # refuses anything but the CPU
     t = _C._tensor(data, dtype)
     if requires_grad:
         t.requires_grad_(True)
@@ -117,6 +120,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
 
 def as_tensor(data, dtype=None, device=None):
     """Shares memory with an ndarray or tensor when the dtype matches, as torch.as_tensor."""
+    if device is not None:
+        _device(device)
     if isinstance(data, Tensor):
         return data if dtype is None or data.dtype == dtype else data.to(dtype)
     try:
@@ -312,10 +317,6 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return input.std(dim, unbiased, keepdim, correction=correction), input.mean(dim, keepdim)
-
-
-def numel(input):  # noqa: F811
-    return input.numel()
 
 
 # ---- grad modes (context managers and decorators, as torch's) ----

@@ -97,3 +97,14 @@ def test_ops_on_every_dtype_match_torch(dtype):
     else:
         same(ea & eb, ta & tb)
         same(ea | eb, ta | tb)
+
+
+@pytest.mark.parametrize("make", [lambda: ember.zeros(2, device="cuda"), lambda: ember.arange(3, device="cuda:0"),
+                                  lambda: ember.ones_like(ember.zeros(2), device="meta"),
+                                  lambda: ember.zeros(2).new_ones(3, device="cuda"),
+                                  lambda: ember.zeros(2).to("cuda"), lambda: ember.tensor([1.0], device="cuda")])
+def test_a_device_other_than_the_cpu_is_refused_not_ignored(make):
+    with pytest.raises((ValueError, RuntimeError), match="CPU only"):
+        make()
+    assert ember.zeros(2, device="cpu").shape == (2,)
+    assert ember.arange(2, device=ember.device("cpu")).tolist() == [0, 1]
