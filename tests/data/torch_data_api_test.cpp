@@ -19,9 +19,9 @@
 #include "ember/data/torch_data.h"
 #include "ember/ember.h"
 
-namespace torch_data_api_test {
+namespace ember::data {
+namespace data_torch_api_test {
 
-namespace api = ::ember::data::api;
 namespace datasets = ::ember::data::api::datasets;
 namespace samplers = ::ember::data::api::samplers;
 namespace transforms = ::ember::data::api::transforms;
@@ -418,4 +418,5 @@ TEST(TorchDataApi, ArchiveRoundTripsTensors) {
   EXPECT_NE(error_of([&] { in.load_from(junk); }).find("does not hold an ember archive"), std::string::npos);
 }
 
-}  // namespace torch_data_api_test
+}  // namespace data_torch_api_test
+}  // namespace ember::data

@@ -36,8 +36,16 @@ class ArrayRef {
   constexpr ArrayRef(const T* begin, const T* end) : data_(begin), size_(static_cast<size_t>(end - begin)) {}
   template <typename A>
   ArrayRef(const std::vector<T, A>& v) : data_(v.data()), size_(v.size()) {}  // NOLINT
+  // The list's array lives until the end of the full-expression (a call's argument).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Winit-list-lifetime"
+#endif
   constexpr ArrayRef(const std::initializer_list<T>& list)  // NOLINT
       : data_(list.begin() == list.end() ? nullptr : list.begin()), size_(list.size()) {}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
   constexpr const T* begin() const { return data_; }
   constexpr const T* end() const { return data_ + size_; }
