@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "ember/data/torch_data.h"
@@ -416,6 +417,35 @@ TEST(TorchDataApi, ArchiveRoundTripsTensors) {
   EXPECT_NE(error_of([&] { in.read("missing", g); }).find("no entry 'missing'"), std::string::npos);
   std::stringstream junk("not an archive");
   EXPECT_NE(error_of([&] { in.load_from(junk); }).find("does not hold an ember archive"), std::string::npos);
+}
+
+TEST(TorchDataApi, MnistReadsIdxFiles) {
+  char tmpl[] = "/tmp/ember-api-mnist-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  Tensor images = ember::zeros({3, 28, 28}, ember::TensorOptions().dtype(ember::kUInt8));
+  images[1].fill_(51);
+  write_idx(images, dir + "/t10k-images-idx3-ubyte");
+  write_idx(ember::tensor(std::vector<int64_t>{7, 2, 9}).to(ember::kUInt8), dir + "/t10k-labels-idx1-ubyte");
+  datasets::MNIST test(dir, datasets::MNIST::Mode::kTest);
+  EXPECT_FALSE(test.is_train());
+  EXPECT_EQ(test.size().value(), 3u);
+  api::Example<> e = test.get(1);
+  EXPECT_EQ(e.data.sizes(), (std::vector<int64_t>{1, 28, 28}));
+  EXPECT_NEAR(e.data[0][5][5].item<float>(), 0.2f, 1e-6);
+  EXPECT_EQ(e.target.item<int64_t>(), 2);
+  auto loader = api::make_data_loader<samplers::SequentialSampler>(
+      std::move(test).map(transforms::Normalize<>(0.5, 0.5)).map(transforms::Stack<>()), 2);
+  std::vector<int64_t> batch_sizes;
+  for (auto& b : *loader) {
+    batch_sizes.push_back(b.data.size(0));
+    EXPECT_NEAR(b.data[0][0][0][0].item<float>(), -1.0f, 1e-6);  // (0 - 0.5) / 0.5
+  }
+  EXPECT_EQ(batch_sizes, (std::vector<int64_t>{2, 1}));
+  EXPECT_THROW(datasets::MNIST(dir, datasets::MNIST::Mode::kTrain), std::exception);  // no train files
+  std::remove((dir + "/t10k-images-idx3-ubyte").c_str());
+  std::remove((dir + "/t10k-labels-idx1-ubyte").c_str());
+  ::rmdir(dir.c_str());
 }
 
 }  // namespace data_torch_api_test

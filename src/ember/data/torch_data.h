@@ -11,6 +11,7 @@
 //   datasets::{BatchDataset, Dataset, StreamDataset, StatefulDataset, MapDataset,
 //              SharedBatchDataset + make_shared_dataset, TensorDataset}     (datasets.h)
 //   datasets::{ChunkDataReader, ChunkDatasetOptions, ChunkDataset}     (chunk.h)
+//   datasets::MNIST(root, Mode::kTrain / kTest)                       (mnist.h)
 //   transforms::{BatchTransform, Transform, Lambda, BatchLambda, TensorTransform,
 //                TensorLambda, Normalize, Collation, Collate, Stack}   (transforms.h)
 //   samplers::{Sampler, SequentialSampler, RandomSampler, StreamSampler, BatchSize,
@@ -32,6 +33,7 @@
 #include "ember/data/api/datasets.h"
 #include "ember/data/api/detail.h"
 #include "ember/data/api/loader.h"
+#include "ember/data/api/mnist.h"
 #include "ember/data/api/samplers.h"
 #include "ember/data/api/transforms.h"
 #include "ember/data/api/types.h"
