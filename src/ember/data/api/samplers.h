@@ -210,8 +210,7 @@ class DistributedSampler : public Sampler<BatchRequest> {
 };
 
 namespace sampler_detail {
-template <typename Self>
-std::optional<std::vector<size_t>> next_of(std::vector<size_t>& indices, size_t& index, size_t batch_size) {
+inline std::optional<std::vector<size_t>> next_of(std::vector<size_t>& indices, size_t& index, size_t batch_size) {
   const size_t end = std::min(indices.size(), index + batch_size);
   if (index >= end) return std::nullopt;
   std::vector<size_t> out(indices.begin() + static_cast<std::ptrdiff_t>(index),
@@ -239,7 +238,7 @@ class DistributedRandomSampler : public DistributedSampler<> {
     index_ = 0;
   }
   std::optional<std::vector<size_t>> next(size_t batch_size) override {
-    return sampler_detail::next_of<DistributedRandomSampler>(indices_, index_, batch_size);
+    return sampler_detail::next_of(indices_, index_, batch_size);
   }
   void save(serialize::OutputArchive& archive) const override {
     archive.write("index", sampler_detail::index_tensor(index_), true);
@@ -281,7 +280,7 @@ class DistributedSequentialSampler : public DistributedSampler<> {
     index_ = 0;
   }
   std::optional<std::vector<size_t>> next(size_t batch_size) override {
-    return sampler_detail::next_of<DistributedSequentialSampler>(indices_, index_, batch_size);
+    return sampler_detail::next_of(indices_, index_, batch_size);
   }
   void save(serialize::OutputArchive& archive) const override {
     archive.write("index", sampler_detail::index_tensor(index_), true);

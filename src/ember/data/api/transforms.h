@@ -103,7 +103,6 @@ class Normalize : public TensorTransform<Target> {
     detail::check(!mean_.empty() && !stddev_.empty(), "[Normalize] mean and stddev must not be empty");
   }
   Tensor operator()(Tensor input) override {
-    const int64_t channels = static_cast<int64_t>(std::max(mean_.size(), stddev_.size()));
     // [C, 1, ..., 1] with as many dims as the input (a per-channel value broadcasts over
     // the rest); a single value stays [1, ..., 1] so that it keeps the input's shape.
     std::vector<int64_t> shape(static_cast<size_t>(std::max<int64_t>(input.dim(), 1)), 1);
@@ -114,7 +113,6 @@ class Normalize : public TensorTransform<Target> {
       s[0] = static_cast<int64_t>(v.size());
       return t.reshape(s);
     };
-    (void)channels;
     return (input - as_tensor(mean_)) / as_tensor(stddev_);
   }
   const std::vector<double>& mean() const { return mean_; }
