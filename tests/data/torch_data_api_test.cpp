@@ -3,6 +3,7 @@
 // workers (ordering, drop_last, errors, timeouts), stateful and chunk data sets.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -14,7 +15,6 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 #include "ember/data/torch_data.h"
@@ -67,7 +67,8 @@ TEST(TorchDataApi, MapAppliesTransformsInOrder) {
                }));
   EXPECT_EQ(d.get_batch({0, 2, 5}), "1;21;51;");
   EXPECT_EQ(d.size().value(), 20u);
-  auto sum = Tens().map(transforms::Collate<int>([](std::vector<int> v) { return std::accumulate(v.begin(), v.end(), 0); }));
+  auto sum =
+      Tens().map(transforms::Collate<int>([](std::vector<int> v) { return std::accumulate(v.begin(), v.end(), 0); }));
   EXPECT_EQ(sum.get_batch({1, 2, 3}), 60);
 }
 
@@ -83,17 +84,16 @@ TEST(TorchDataApi, TensorDatasetStackAndTensorLambda) {
 
   struct Pairs : datasets::Dataset<Pairs> {
     api::Example<> get(size_t i) override {
-      return {ember::full({2}, static_cast<double>(i)), ember::full({1}, static_cast<double>(-static_cast<int64_t>(i)))};
+      return {ember::full({2}, static_cast<double>(i)),
+              ember::full({1}, static_cast<double>(-static_cast<int64_t>(i)))};
     }
     std::optional<size_t> size() const override { return 5; }
   };
-  auto doubled = Pairs()
-                     .map(transforms::TensorLambda<>([](Tensor t) { return t * 2; }))
-                     .map(transforms::Stack<>());
+  auto doubled = Pairs().map(transforms::TensorLambda<>([](Tensor t) { return t * 2; })).map(transforms::Stack<>());
   api::Example<> e = doubled.get_batch({1, 4});
   EXPECT_EQ(e.data.sizes(), (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(e.target.sizes(), (std::vector<int64_t>{2, 1}));
-  EXPECT_DOUBLE_EQ(e.data[1][0].item<double>(), 8.0);   // data doubled
+  EXPECT_DOUBLE_EQ(e.data[1][0].item<double>(), 8.0);     // data doubled
   EXPECT_DOUBLE_EQ(e.target[1][0].item<double>(), -4.0);  // target untouched
 }
 
@@ -183,7 +183,8 @@ TEST(TorchDataApi, StreamAndDistributedSamplers) {
 
 TEST(TorchDataApi, LoaderWithoutAndWithWorkersSeesEveryExampleInOrder) {
   for (size_t workers : {0, 2}) {
-    auto loader = api::make_data_loader<samplers::SequentialSampler>(Tens(23), api::DataLoaderOptions(5).workers(workers));
+    auto loader =
+        api::make_data_loader<samplers::SequentialSampler>(Tens(23), api::DataLoaderOptions(5).workers(workers));
     EXPECT_EQ(loader->options().max_jobs, 2 * workers);
     for (int epoch = 0; epoch < 2; ++epoch) EXPECT_EQ(flatten(*loader), tens(23)) << workers << " workers";
   }
@@ -217,7 +218,8 @@ TEST(TorchDataApi, DropLast) {
   std::vector<size_t> sizes;
   for (auto& b : *keep) sizes.push_back(b.size());
   EXPECT_EQ(sizes, (std::vector<size_t>{4, 4, 2}));
-  auto drop = api::make_data_loader<samplers::SequentialSampler>(Tens(10), api::DataLoaderOptions(4).drop_last(true).workers(2));
+  auto drop = api::make_data_loader<samplers::SequentialSampler>(Tens(10),
+                                                                 api::DataLoaderOptions(4).drop_last(true).workers(2));
   sizes.clear();
   for (auto& b : *drop) sizes.push_back(b.size());
   EXPECT_EQ(sizes, (std::vector<size_t>{4, 4}));
@@ -272,8 +274,9 @@ TEST(TorchDataApi, WorkerExceptionsAndTimeouts) {
   }
 
   api::detail::Queue<int> q;
-  EXPECT_NE(error_of([&] { q.pop(std::chrono::milliseconds(5)); })
-                .find("Timeout in DataLoader queue while waiting for next batch (timeout was 5 ms)"),
+  EXPECT_NE(error_of([&] {
+              q.pop(std::chrono::milliseconds(5));
+            }).find("Timeout in DataLoader queue while waiting for next batch (timeout was 5 ms)"),
             std::string::npos);
 
   struct Sleepy : datasets::Dataset<Sleepy, int> {
@@ -283,7 +286,8 @@ TEST(TorchDataApi, WorkerExceptionsAndTimeouts) {
     }
     std::optional<size_t> size() const override { return 2; }
   };
-  auto slow = api::make_data_loader(Sleepy(), api::DataLoaderOptions(1).workers(1).timeout(std::chrono::milliseconds(20)));
+  auto slow =
+      api::make_data_loader(Sleepy(), api::DataLoaderOptions(1).workers(1).timeout(std::chrono::milliseconds(20)));
   EXPECT_NE(error_of([&] { (void)*slow->begin(); }).find("Timeout"), std::string::npos);
 }
 
@@ -342,8 +346,8 @@ TEST(TorchDataApi, StatefulDatasetWithSharedWorkers) {
     EXPECT_EQ(*seen.begin(), 0);
     EXPECT_EQ(*seen.rbegin(), 11);
   }
-  auto mapped = api::make_data_loader(
-      datasets::make_shared_dataset<Counter>(3).map(transforms::BatchLambda<int, std::string>([](int x) { return std::to_string(x); })));
+  auto mapped = api::make_data_loader(datasets::make_shared_dataset<Counter>(3).map(
+      transforms::BatchLambda<int, std::string>([](int x) { return std::to_string(x); })));
   std::string all;
   for (auto& s : *mapped) all += s;
   EXPECT_EQ(all, "012");
@@ -371,8 +375,9 @@ struct Chunks : datasets::ChunkDataReader<int> {
 TEST(TorchDataApi, ChunkDatasetBatchesSpanChunks) {
   using CD = datasets::ChunkDataset<Chunks, samplers::SequentialSampler, samplers::SequentialSampler>;
   for (size_t workers : {0, 2}) {
-    auto ds = datasets::make_shared_dataset<CD>(Chunks(), samplers::SequentialSampler(0), samplers::SequentialSampler(0),
-                                                datasets::ChunkDatasetOptions(1, 6, 12));
+    auto ds =
+        datasets::make_shared_dataset<CD>(Chunks(), samplers::SequentialSampler(0), samplers::SequentialSampler(0),
+                                          datasets::ChunkDatasetOptions(1, 6, 12));
     auto loader = api::make_data_loader(ds, api::DataLoaderOptions(6).workers(workers));
     for (int epoch = 0; epoch < 2; ++epoch) {
       std::vector<int> all;

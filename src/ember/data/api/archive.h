@@ -164,9 +164,13 @@ class InputArchive {
 };
 
 template <typename T>
-concept ArchiveSavable = requires(const T& value, OutputArchive& archive) { value.save(archive); };
+concept ArchiveSavable = requires(const T& value, OutputArchive& archive) {
+  value.save(archive);
+};
 template <typename T>
-concept ArchiveLoadable = requires(T& value, InputArchive& archive) { value.load(archive); };
+concept ArchiveLoadable = requires(T& value, InputArchive& archive) {
+  value.load(archive);
+};
 
 }  // namespace ember::serialize
 

@@ -55,11 +55,11 @@ struct ChunkDatasetOptions {
     detail::check(cross_chunk_shuffle_count_ > 0, "cross_chunk_shuffle_count needs to be greater than 0.");
   }
 
-#define EMBER_API_CHUNK_OPTION(name)                      \
-  ChunkDatasetOptions& name(size_t value) {               \
-    name##_ = value;                                      \
-    return *this;                                         \
-  }                                                       \
+#define EMBER_API_CHUNK_OPTION(name)        \
+  ChunkDatasetOptions& name(size_t value) { \
+    name##_ = value;                        \
+    return *this;                           \
+  }                                         \
   size_t name() const noexcept { return name##_; }
 
   // Threads reading chunks.
@@ -169,9 +169,8 @@ class BatchBuffer {
 
 template <typename ChunkReader, typename ChunkSampler = samplers::RandomSampler,
           typename ExampleSampler = samplers::RandomSampler>
-class ChunkDataset final
-    : public StatefulDataset<ChunkDataset<ChunkReader, ChunkSampler, ExampleSampler>,
-                             typename ChunkReader::ChunkType, size_t> {
+class ChunkDataset final : public StatefulDataset<ChunkDataset<ChunkReader, ChunkSampler, ExampleSampler>,
+                                                  typename ChunkReader::ChunkType, size_t> {
  public:
   using BatchType = std::optional<typename ChunkReader::ChunkType>;
   using UnwrappedBatchType = typename ChunkReader::ChunkType;

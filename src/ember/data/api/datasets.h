@@ -93,16 +93,15 @@ serialize::InputArchive& operator>>(serialize::InputArchive& archive, StatefulDa
 // SourceDataset's batches passed through transform.apply_batch (for a stateful source, the
 // batches that are there).
 template <typename SourceDataset, typename AppliedTransform>
-class MapDataset : public BatchDataset<MapDataset<SourceDataset, AppliedTransform>,
-                                       detail::optional_if_t<SourceDataset::is_stateful,
-                                                             typename AppliedTransform::OutputBatchType>,
-                                       typename SourceDataset::BatchRequestType> {
+class MapDataset
+    : public BatchDataset<MapDataset<SourceDataset, AppliedTransform>,
+                          detail::optional_if_t<SourceDataset::is_stateful, typename AppliedTransform::OutputBatchType>,
+                          typename SourceDataset::BatchRequestType> {
  public:
   using DatasetType = SourceDataset;
   using TransformType = AppliedTransform;
   using BatchRequestType = typename SourceDataset::BatchRequestType;
-  using OutputBatchType =
-      detail::optional_if_t<SourceDataset::is_stateful, typename AppliedTransform::OutputBatchType>;
+  using OutputBatchType = detail::optional_if_t<SourceDataset::is_stateful, typename AppliedTransform::OutputBatchType>;
 
   MapDataset(SourceDataset dataset, AppliedTransform transform)
       : dataset_(std::move(dataset)), transform_(std::move(transform)) {}
@@ -134,10 +133,10 @@ class MapDataset : public BatchDataset<MapDataset<SourceDataset, AppliedTransfor
 
 template <typename D, typename T>
 MapDataset<D, T> map(D dataset, T transform) {
-  static_assert(std::is_same_v<std::conditional_t<D::is_stateful, typename D::BatchType::value_type,
-                                                  typename D::BatchType>,
-                               typename T::InputBatchType>,
-                "the transform's input batch type does not match the data set's batch type");
+  static_assert(
+      std::is_same_v<std::conditional_t<D::is_stateful, typename D::BatchType::value_type, typename D::BatchType>,
+                     typename T::InputBatchType>,
+      "the transform's input batch type does not match the data set's batch type");
   return MapDataset<D, T>(std::move(dataset), std::move(transform));
 }
 
@@ -163,7 +162,7 @@ class SharedBatchDataset
 
   // Resets the shared data set (stateful ones).
   void reset() {
-    if constexpr (requires(UnderlyingDataset& d) { d.reset(); }) dataset_->reset();
+    if constexpr (requires(UnderlyingDataset & d) { d.reset(); }) dataset_->reset();
   }
 
  private:

@@ -135,8 +135,8 @@ struct OrderedSequencer : public Sequencer<Result> {
         return result;
       }
       auto& slot = buffer(result->sequence_number);
-      ::ember::data::api::detail::check(!slot.has_value(), "[OrderedSequencer] two results for slot of sequence number ",
-                                        result->sequence_number);
+      ::ember::data::api::detail::check(
+          !slot.has_value(), "[OrderedSequencer] two results for slot of sequence number ", result->sequence_number);
       slot = std::move(result);
     }
     return std::nullopt;

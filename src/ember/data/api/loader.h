@@ -35,11 +35,11 @@ class DataLoaderOptions {
   DataLoaderOptions() = default;
   /* implicit */ DataLoaderOptions(size_t batch_size) : batch_size_(batch_size) {}  // NOLINT
 
-#define EMBER_API_LOADER_OPTION(T, name)      \
-  DataLoaderOptions& name(const T& value) {   \
-    name##_ = value;                          \
-    return *this;                             \
-  }                                           \
+#define EMBER_API_LOADER_OPTION(T, name)             \
+  DataLoaderOptions& name(const T& value) {          \
+    name##_ = value;                                 \
+    return *this;                                    \
+  }                                                  \
   const T& name() const noexcept { return name##_; } \
   T& name() noexcept { return name##_; }
 
@@ -350,10 +350,9 @@ class StatelessDataLoader
 // A loader over a stateful data set, which decides itself what each batch holds (until it
 // returns nullopt). All workers call the one data set, so it must be thread-safe.
 template <typename Dataset>
-class StatefulDataLoader : public DataLoaderBase<Dataset, typename Dataset::BatchType::value_type,
-                                                 typename Dataset::BatchRequestType> {
-  using Base =
-      DataLoaderBase<Dataset, typename Dataset::BatchType::value_type, typename Dataset::BatchRequestType>;
+class StatefulDataLoader
+    : public DataLoaderBase<Dataset, typename Dataset::BatchType::value_type, typename Dataset::BatchRequestType> {
+  using Base = DataLoaderBase<Dataset, typename Dataset::BatchType::value_type, typename Dataset::BatchRequestType>;
 
  public:
   using typename Base::BatchRequestType;
@@ -371,16 +370,13 @@ class StatefulDataLoader : public DataLoaderBase<Dataset, typename Dataset::Batc
     this->main_thread_dataset_->reset();
     Base::reset();
   }
-  std::optional<BatchRequestType> get_batch_request() override {
-    return BatchRequestType(this->options_.batch_size);
-  }
+  std::optional<BatchRequestType> get_batch_request() override { return BatchRequestType(this->options_.batch_size); }
 };
 
 // A loader over dataset with the given sampler.
 template <typename Dataset, typename Sampler>
-  requires(!Dataset::is_stateful)
-std::unique_ptr<StatelessDataLoader<Dataset, Sampler>> make_data_loader(Dataset dataset, Sampler sampler,
-                                                                         DataLoaderOptions options) {
+requires(!Dataset::is_stateful) std::unique_ptr<StatelessDataLoader<Dataset, Sampler>> make_data_loader(
+    Dataset dataset, Sampler sampler, DataLoaderOptions options) {
   return std::make_unique<StatelessDataLoader<Dataset, Sampler>>(std::move(dataset), std::move(sampler),
                                                                  std::move(options));
 }
@@ -388,9 +384,9 @@ std::unique_ptr<StatelessDataLoader<Dataset, Sampler>> make_data_loader(Dataset 
 // A loader over a sized, stateless dataset with a Sampler(dataset.size()) (a RandomSampler
 // unless given).
 template <typename Sampler = samplers::RandomSampler, typename Dataset>
-  requires(!Dataset::is_stateful && std::is_constructible_v<Sampler, size_t>)
-std::unique_ptr<StatelessDataLoader<Dataset, Sampler>> make_data_loader(Dataset dataset,
-                                                                         DataLoaderOptions options = DataLoaderOptions()) {
+requires(!Dataset::is_stateful && std::is_constructible_v<Sampler, size_t>)
+    std::unique_ptr<StatelessDataLoader<Dataset, Sampler>> make_data_loader(
+        Dataset dataset, DataLoaderOptions options = DataLoaderOptions()) {
   const std::optional<size_t> size = dataset.size();
   detail::check(size.has_value(), "Expected the dataset to be sized in order to construct the Sampler");
   return make_data_loader(std::move(dataset), Sampler(*size), std::move(options));
@@ -398,9 +394,8 @@ std::unique_ptr<StatelessDataLoader<Dataset, Sampler>> make_data_loader(Dataset 
 
 // A loader over a stateful dataset.
 template <typename Dataset>
-  requires(Dataset::is_stateful)
-std::unique_ptr<StatefulDataLoader<Dataset>> make_data_loader(Dataset dataset,
-                                                              DataLoaderOptions options = DataLoaderOptions()) {
+requires(Dataset::is_stateful) std::unique_ptr<StatefulDataLoader<Dataset>> make_data_loader(
+    Dataset dataset, DataLoaderOptions options = DataLoaderOptions()) {
   return std::make_unique<StatefulDataLoader<Dataset>>(std::move(dataset), std::move(options));
 }
 

@@ -223,8 +223,7 @@ inline std::optional<std::vector<size_t>> next_of(std::vector<size_t>& indices, 
 // This replica's block, shuffled with a generator seeded by the epoch (set_epoch).
 class DistributedRandomSampler : public DistributedSampler<> {
  public:
-  explicit DistributedRandomSampler(size_t size, size_t num_replicas = 1, size_t rank = 0,
-                                    bool allow_duplicates = true)
+  explicit DistributedRandomSampler(size_t size, size_t num_replicas = 1, size_t rank = 0, bool allow_duplicates = true)
       : DistributedSampler(size, num_replicas, rank, allow_duplicates) {
     populate_indices();
   }

@@ -98,8 +98,7 @@ class TensorLambda : public TensorTransform<Target> {
 template <typename Target = Tensor>
 class Normalize : public TensorTransform<Target> {
  public:
-  Normalize(ArrayRef<double> mean, ArrayRef<double> stddev)
-      : mean_(mean.vec()), stddev_(stddev.vec()) {
+  Normalize(ArrayRef<double> mean, ArrayRef<double> stddev) : mean_(mean.vec()), stddev_(stddev.vec()) {
     detail::check(!mean_.empty() && !stddev_.empty(), "[Normalize] mean and stddev must not be empty");
   }
   Tensor operator()(Tensor input) override {
