@@ -20,6 +20,7 @@
 #include "ember/core/op_scope.h"
 #include "ember/autograd/autograd.h"
 #include "ember/ops/index.h"
+#include "ember/ops/tensor_indexing.h"
 #include "ember/ops/join.h"
 #include "ember/ops/linalg.h"
 #include "ember/ops/pointwise.h"

@@ -20,7 +20,7 @@ using D = std::vector<double>;
 D Vals(const Tensor& t) { return t.to_vector<double>(); }
 
 // Float64 tensors (a list of doubles gives the default dtype, float32, as in libtorch).
-Tensor T64(std::initializer_list<double> v) { return tensor(v, kFloat64); }
+Tensor T64(std::initializer_list<double> v) { return tensor(std::vector<double>(v), kFloat64); }
 
 using ember::testing::ErrorOf;
 

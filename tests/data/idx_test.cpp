@@ -41,7 +41,7 @@ void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
 TEST(Idx, RoundTripPlainAndGzip) {
   TempDir dir;
   Tensor u8 = arange(0, 24, TensorOptions(kUInt8)).reshape({2, 3, 4});
-  Tensor i32 = tensor(std::vector<int32_t>{-1, 70000, 3});
+  Tensor i32 = tensor(std::vector<int32_t>{-1, 70000, 3}, kInt32);
   Tensor f64 = tensor({1.5, -2.25});
   for (const std::string& ext : {std::string(""), std::string(".gz")}) {
     write_idx(u8, dir.file("u8" + ext));
@@ -80,7 +80,7 @@ TEST(Idx, ClearErrors) {
 TEST(Idx, MNISTFromGeneratedFilesAndMissingFiles) {
   TempDir dir;
   write_idx(arange(0, 2 * 4 * 4, TensorOptions(kUInt8)).reshape({2, 4, 4}), dir.file("train-images-idx3-ubyte.gz"));
-  write_idx(tensor(std::vector<uint8_t>{7, 3}), dir.file("train-labels-idx1-ubyte"));
+  write_idx(tensor(std::vector<uint8_t>{7, 3}, kUInt8), dir.file("train-labels-idx1-ubyte"));
   MNIST ds(dir.file(""), true);
   ASSERT_EQ(ds.size(), 2);
   Example e = ds.get(1);
@@ -96,7 +96,7 @@ TEST(Idx, MNISTFromGeneratedFilesAndMissingFiles) {
 TEST(Idx, BatchFastPathMatchesPerSampleWithNormalize) {
   TempDir dir;
   write_idx(randint(0, 256, {5, 3, 3}, TensorOptions(kUInt8)), dir.file("train-images-idx3-ubyte.gz"));
-  write_idx(tensor(std::vector<uint8_t>{0, 1, 2, 3, 4}), dir.file("train-labels-idx1-ubyte.gz"));
+  write_idx(tensor(std::vector<uint8_t>{0, 1, 2, 3, 4}, kUInt8), dir.file("train-labels-idx1-ubyte.gz"));
   MNIST ds(dir.file(""), true);
   ds.set_transform(transforms::Normalize({0.2860}, {0.3530}));
   Example fast;

@@ -202,7 +202,13 @@ const std::vector<OpEntry>& op_table() {
       OP(uniform_, c.tensor().detach().uniform_(c.real(), c.real())),
       OP(normal_, c.tensor().detach().normal_(c.real(), c.real())),
       OP(bernoulli_, c.tensor().detach().bernoulli_(c.real())),
-      OP(random_, c.tensor().detach().random_(c.integer(), c.integer())),
+      OP(random_, {
+        c.tensor().detach().random_(c.integer(), c.integer());
+        c.tensor().detach().random_(c.integer());
+        c.tensor().detach().random_();
+      }),
+      OP(resize_, c.tensor().detach().clone().resize_(c.ints())),
+      OP(resize_as_, c.tensor().detach().clone().resize_as_(c.tensor())),
       // pointwise
       UNARY(neg), UNARY(abs), UNARY(sign), UNARY(exp), UNARY(exp2), UNARY(expm1), UNARY(log), UNARY(log2),
       UNARY(log10), UNARY(log1p), UNARY(sqrt), UNARY(rsqrt), UNARY(reciprocal), UNARY(sin), UNARY(cos),
@@ -431,11 +437,27 @@ const std::vector<OpEntry>& op_table() {
         std::vector<Tensor> idx(c.u() % 3);
         for (auto& i : idx) i = c.coin(4) ? Tensor() : (c.coin(3) ? c.tensor(kBool) : c.index(3));
         o.push_back(c.tensor().index(idx));
+        // libtorch-style index lists: ints, slices, None, ..., bools and tensors mixed.
+        std::vector<indexing::TensorIndex> items;
+        for (int k = static_cast<int>(c.u() % 4); k >= 0; --k) {
+          switch (c.u() % 6) {
+            case 0: items.emplace_back(c.integer()); break;
+            case 1: items.emplace_back(indexing::Slice(c.integer(), c.integer(), c.coin() ? 1 : c.integer())); break;
+            case 2: items.emplace_back(indexing::None); break;
+            case 3: items.emplace_back(indexing::Ellipsis); break;
+            case 4: items.emplace_back(c.coin()); break;
+            default: items.emplace_back(c.coin(3) ? c.tensor(kBool) : c.index(3)); break;
+          }
+        }
+        o.push_back(c.tensor().index(items));
       }),
       OP(index_put_, {
         std::vector<Tensor> idx(c.u() % 3);
         for (auto& i : idx) i = c.coin(3) ? c.tensor(kBool) : c.index(3);
         c.tensor().detach().clone().index_put_(idx, c.tensor(), c.coin());
+        std::vector<indexing::TensorIndex> items = {c.integer(), indexing::Slice(c.integer(), c.integer())};
+        c.tensor().detach().clone().index_put_(items, c.scalar());
+        c.tensor().detach().clone().index_put_(items, c.tensor());
       }),
       OP(nonzero, nonzero(c.tensor())),
       OP(bincount, bincount(c.tensor(c.coin() ? kInt64 : c.dtype()), c.maybe(c.tensor()), c.integer())),
@@ -597,7 +619,7 @@ std::set<std::string> declared_ops(const std::string& src) {
   const std::set<std::string> not_ops = {"defined", "is_contiguous", "is_floating_point", "is_cpu", "is_alias_of",
                                          "is_same_storage", "is_same", "requires_grad", "is_leaf", "retains_grad",
                                          "is_inference", "mutable_grad", "register_hook_impl", "get", "set_requires_grad", "forward",
-                                         "operator"};
+                                         "operator", "is_signed", "cpu", "data", "variable_data", "tensor_data"};
   std::set<std::string> out;
   for (const char* h : headers) {
     std::ifstream in(src + "/src/ember/" + h);

@@ -290,8 +290,12 @@ TEST(CreationTensor, NestedLists) {
   Tensor o = tensor({{1, 0}, {0, 1}}, kFloat32);
   EXPECT_EQ(o.dtype(), kFloat32);
   EXPECT_EQ(Floats(o), Floats(eye(2)));
-  ExpectError([] { (void)tensor({{1, 2}, {3}}); }, {"rectangular", "row 1"});
-  ExpectError([] { (void)tensor({{1.0}, {2.0, 3.0}}); }, {"rectangular"});
+  // libtorch's messages: the first sub-list that differs, with both sizes.
+  ExpectError([] { (void)tensor({{1, 2}, {3}}); }, {"[tensor] Expected all sub-lists to have sizes: 2", "{3}"});
+  ExpectError([] { (void)tensor({{1.0}, {2.0, 3.0}}); }, {"sizes: 1 (e.g. {1}), but got sub-list {2, 3}"});
+  // Floating widths mix (1.0 with a float NAN); integers and floating values do not.
+  EXPECT_EQ(tensor({1.0, 2.0f}, kFloat64).to_vector<double>(), (std::vector<double>{1.0, 2.0}));
+  ExpectError([] { (void)tensor({1, 2.0}); }, {"same scalar type: Int", "Double"});
 }
 
 TEST(CreationTensor, Vectors) {
@@ -302,12 +306,14 @@ TEST(CreationTensor, Vectors) {
   Tensor l = tensor(std::vector<int64_t>{7, 8});
   EXPECT_EQ(l.dtype(), kInt64);
   EXPECT_EQ(Longs(l), (I64{7, 8}));
+  // Integer vectors of any width give int64 unless a dtype is named, as in libtorch.
   Tensor i32 = tensor(std::vector<int32_t>{-1, 2});
-  EXPECT_EQ(i32.dtype(), kInt32);
-  EXPECT_EQ(i32.to_vector<int32_t>(), (std::vector<int32_t>{-1, 2}));
-  Tensor u8 = tensor(std::vector<uint8_t>{0, 255});
+  EXPECT_EQ(i32.dtype(), kInt64);
+  EXPECT_EQ(tensor(std::vector<int32_t>{-1, 2}, kInt32).to_vector<int32_t>(), (std::vector<int32_t>{-1, 2}));
+  Tensor u8 = tensor(std::vector<uint8_t>{0, 255}, kUInt8);
   EXPECT_EQ(u8.dtype(), kUInt8);
   EXPECT_EQ(u8.to_vector<uint8_t>(), (std::vector<uint8_t>{0, 255}));
+  EXPECT_EQ(tensor(std::vector<uint8_t>{0, 255}).to_vector<int64_t>(), (std::vector<int64_t>{0, 255}));
   Tensor b = tensor(std::vector<bool>{false, true});
   EXPECT_EQ(b.dtype(), kBool);
   EXPECT_EQ(b.to_vector<bool>(), (std::vector<bool>{false, true}));

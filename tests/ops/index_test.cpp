@@ -24,7 +24,7 @@ namespace ops_index_test {
 using namespace testing;  // I64, F32, Sizes, Longs, Floats, Doubles, ExpectError (test_util.h)
 
 Tensor Ar(int64_t n, DType dt = kFloat32) { return arange(0, n, TensorOptions(dt)); }
-Tensor L(std::initializer_list<int64_t> v) { return tensor(v); }
+Tensor L(std::initializer_list<int64_t> v) { return tensor(std::vector<int64_t>(v)); }
 Tensor L2(std::initializer_list<std::initializer_list<int64_t>> rows) {
   std::vector<int64_t> flat;
   for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
@@ -82,7 +82,7 @@ TEST(IndexOpsIndexSelect, SelectsRowsAndColumns) {
 
 TEST(IndexOpsIndexSelect, Int32IndexScalarIndexAndNonContiguousSelf) {
   Tensor x = Ar(20).reshape({4, 5});
-  Tensor r = x.index_select(0, tensor(std::vector<int32_t>{1, 2}));
+  Tensor r = x.index_select(0, tensor(std::vector<int32_t>{1, 2}, kInt32));
   EXPECT_EQ(Floats(r), (F32{5, 6, 7, 8, 9, 10, 11, 12, 13, 14}));
   Tensor s = x.index_select(0, tensor(int64_t{2}));  // a 0-dim index keeps the dim (size 1)
   EXPECT_EQ(Sizes(s), (I64{1, 5}));
@@ -369,7 +369,7 @@ TEST(IndexOpsIndexAdd, AddsSlicesWithAlpha) {
   // An integer tensor truncates a float alpha.
   Tensor i = zeros({3}, TensorOptions(kInt64)).index_add(0, L({0, 0}), L({1, 2}), 2.5);
   EXPECT_EQ(Longs(i), (I64{6, 0, 0}));
-  Tensor i32 = zeros({3}).index_add(0, tensor(std::vector<int32_t>{0, 0}), tensor({1.0, 2.0}));
+  Tensor i32 = zeros({3}).index_add(0, tensor(std::vector<int32_t>{0, 0}, kInt32), tensor({1.0, 2.0}));
   EXPECT_EQ(Floats(i32), (F32{3, 0, 0}));
   // Along a non-leading dim of a non-contiguous self.
   Tensor t = zeros({2, 3}).t();  // (3, 2)
@@ -425,7 +425,7 @@ TEST(IndexOpsIndexCopy, CopiesSlicesLastDuplicateWins) {
   EXPECT_EQ(y._version(), v0 + 1);
   ExpectError(
       [&] {
-        x.index_copy(0, tensor(std::vector<int32_t>{0}), ones({1, 2}));
+        x.index_copy(0, tensor(std::vector<int32_t>{0}, kInt32), ones({1, 2}));
       },
       {"[index_copy]", "int64", "int32"});
   ExpectError(
@@ -449,7 +449,7 @@ TEST(IndexOpsIndexFill, FillsSlicesAndWrapsNegativeIndices) {
   ExpectError([&] { y.index_fill(0, L({3}), 1); },
               {"[index_fill] index 3 is out of bounds for dimension 0 with size 3"});
   ExpectError([&] { y.index_fill(0, L({-4}), 1); }, {"[index_fill] index -4 is out of bounds"});
-  ExpectError([&] { y.index_fill(0, tensor(std::vector<int32_t>{0}), 1); },
+  ExpectError([&] { y.index_fill(0, tensor(std::vector<int32_t>{0}, kInt32), 1); },
               {"[index_fill]", "int64"});
 }
 
@@ -653,11 +653,11 @@ TEST(IndexOpsAdvancedIndex, ValuesNegativeIndicesAndNonContiguous) {
   EXPECT_EQ(Floats(s), (F32{1, 6, 11, 16, 43, 48, 53, 58}));
   Tensor xt = x.permute({2, 0, 1});  // (5, 3, 4)
   EXPECT_EQ(Floats(xt.index({Tensor(), L({1}), L({2})})), (F32{30, 31, 32, 33, 34}));
-  Tensor i32 = tensor(std::vector<int32_t>{2, 0});
+  Tensor i32 = tensor(std::vector<int32_t>{2, 0}, kInt32);
   EXPECT_EQ(Floats(Ar(4).index({i32})), (F32{2, 0}));
   Tensor e = Ar(3).expand({2, 3});
   EXPECT_EQ(Floats(e.index({Tensor(), L({2, 1})})), (F32{2, 1, 2, 1}));
-  Tensor c = x.index({});  // no index: a copy
+  Tensor c = x.index(std::vector<Tensor>{});  // an empty tensor list: a copy
   EXPECT_EQ(Sizes(c), (I64{3, 4, 5}));
   EXPECT_FALSE(c.is_alias_of(x));
   for (DType dt : kAllTypes) {

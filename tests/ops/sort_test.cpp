@@ -25,7 +25,7 @@ using namespace testing;  // I64, F32, Sizes, Longs, Floats, Doubles, ExpectErro
 constexpr float kNan = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-Tensor L(std::initializer_list<int64_t> v) { return tensor(v); }
+Tensor L(std::initializer_list<int64_t> v) { return tensor(std::vector<int64_t>(v)); }
 
 // Compares floats treating NaN as equal to NaN and telling -0.0 from 0.0.
 void ExpectSameFloats(const F32& got, const F32& want) {

@@ -40,7 +40,7 @@ Tensor RS(std::vector<int64_t> shape, ember::DType dt = ember::kFloat64) {
 Tensor I(ember::IntArrayRef shape, int64_t high) {
   return ember::randint(0, high, shape, ember::TensorOptions(ember::kInt64));
 }
-Tensor L(std::initializer_list<int64_t> v) { return ember::tensor(v).to(ember::kInt64); }
+Tensor L(std::initializer_list<int64_t> v) { return ember::tensor(std::vector<int64_t>(v)).to(ember::kInt64); }
 // A permutation of [0, n) in each column (rows k of a random permutation along dim 0).
 Tensor Perm(int64_t rows, int64_t n, int64_t cols) {
   std::vector<Tensor> c;

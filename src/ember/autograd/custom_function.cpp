@@ -107,6 +107,8 @@ void CustomNode::finish(const variable_list& inputs, variable_list& outputs) {
       check_inplace(out, name_.c_str());
       EMBER_CHECK(!out.impl()->view_base(), "[", name_, "] mark_dirty() on a view is not supported; modify the "
                   "view's base, or return a new tensor instead of modifying the input in place");
+      // forward wrote into the input: record the write as an in-place op would.
+      out.bump_version();
       const uint32_t nr = add_input_metadata(out);
       AutogradMeta& meta = out.impl()->ensure_autograd_meta();
       meta.requires_grad = true;

@@ -197,14 +197,30 @@ void check_inplace(const Tensor& self, const char* op) {
   }
 }
 
+namespace {
+// After an in-place op gave self a new grad_fn, retain_grad() follows it: grad() then
+// holds the gradient of the tensor's current value, as in libtorch. Hooks registered
+// before the op stay on the old node (they see the gradient of the old value).
+void move_retained_grad(const Tensor& self, const std::shared_ptr<Node>& old_fn) {
+  AutogradMeta& meta = self.impl()->ensure_autograd_meta();
+  if (!meta.retains_grad) return;
+  if (old_fn && meta.retain_hook_id >= 0) old_fn->remove_pre_hook(meta.retain_hook_id);
+  meta.retains_grad = false;
+  meta.retain_hook_id = -1;
+  self.retain_grad();
+}
+}  // namespace
+
 void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node) {
   TensorImpl* base_impl = self.impl()->view_base();
   if (!base_impl) {
     node->add_input_metadata(self);
     AutogradMeta& meta = self.impl()->ensure_autograd_meta();
+    std::shared_ptr<Node> old_fn = std::move(meta.grad_fn);
     meta.requires_grad = true;
     meta.grad_fn = node;
     meta.output_nr = 0;
+    move_retained_grad(self, old_fn);
     return;
   }
   Tensor base(self.impl()->view_base_ptr());
@@ -228,10 +244,12 @@ void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node) {
   view_node->mutable_next_edges().push_back(Edge(copy_slices, 0));
   view_node->add_input_metadata(self);
   AutogradMeta& vm = self.impl()->ensure_autograd_meta();
+  std::shared_ptr<Node> old_fn = std::move(vm.grad_fn);
   vm.requires_grad = true;
   vm.grad_fn = view_node;
   vm.output_nr = 0;
   vm.attr_version = self._version();
+  move_retained_grad(self, old_fn);
 }
 
 void maybe_record_anomaly(Node& node) {

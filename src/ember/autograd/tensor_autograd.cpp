@@ -116,9 +116,11 @@ bool Tensor::retains_grad() const {
 }
 
 void Tensor::backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph,
-                      const std::vector<Tensor>& inputs) const {
+                      const std::optional<std::vector<Tensor>>& inputs) const {
   check_defined(*this, "backward");
-  autograd::backward({*this}, {gradient}, retain_graph, create_graph, inputs);
+  EMBER_CHECK(!inputs || !inputs->empty(), "[backward] 'inputs' argument to backward() cannot be empty; "
+              "leave it out to accumulate into every leaf, or name the tensors to accumulate into");
+  autograd::backward({*this}, {gradient}, retain_graph, create_graph, inputs ? *inputs : std::vector<Tensor>{});
 }
 
 RemovableHandle Tensor::register_hook_impl(std::function<Tensor(const Tensor&)> hook) const {

@@ -41,6 +41,16 @@ class Scalar {
   double to_double() const { return kind_ == Kind::Floating ? d_ : static_cast<double>(i_); }
   int64_t to_long() const { return kind_ == Kind::Floating ? static_cast<int64_t>(d_) : i_; }
   bool to_bool() const { return kind_ == Kind::Floating ? d_ != 0.0 : i_ != 0; }
+  // libtorch's spellings (c10::Scalar::toDouble() ...).
+  double toDouble() const { return to_double(); }
+  float toFloat() const { return static_cast<float>(to_double()); }
+  int64_t toLong() const { return to_long(); }
+  int toInt() const { return static_cast<int>(to_long()); }
+  bool toBool() const { return to_bool(); }
+  bool isFloatingPoint() const { return is_floating_point(); }
+  bool isIntegral(bool include_bool) const { return is_integral() || (include_bool && is_boolean()); }
+  bool isBoolean() const { return is_boolean(); }
+  DType type() const { return dtype(); }
 
   // Converts with C++ semantics (float to int truncates).
   template <typename T>

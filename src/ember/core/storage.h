@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "ember/core/allocator.h"
 #include "ember/core/intrusive_ptr.h"
@@ -23,6 +24,12 @@ class StorageImpl final : public IntrusiveTarget {
 
   uint32_t version() const { return version_.load(std::memory_order_relaxed); }
   void bump_version() { version_.fetch_add(1, std::memory_order_relaxed); }
+  // Exchanges the buffers of two storages: Tensor::resize_ grows a storage in place, so
+  // every view of it sees the new buffer.
+  void swap_data(StorageImpl& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(nbytes_, other.nbytes_);
+  }
 
  private:
   DataPtr data_;

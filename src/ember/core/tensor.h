@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <iosfwd>
 #include <memory>
 #include <optional>
@@ -23,6 +24,9 @@ namespace ember {
 
 namespace autograd {
 class Node;
+}
+namespace indexing {
+class TensorIndex;
 }
 
 // A hook registration that can be undone: handle.remove().
@@ -70,7 +74,10 @@ class Tensor {
   size_t nbytes() const { return static_cast<size_t>(numel()) * element_size(); }
   bool is_contiguous() const { return get().is_contiguous(); }
   bool is_floating_point() const { return ember::is_floating_point(dtype()); }
+  // Whether the dtype holds negative values (every dtype but uint8 and bool).
+  bool is_signed() const { return dtype() != kUInt8 && dtype() != kBool; }
   bool is_cpu() const { return device().is_cpu(); }
+  Layout layout() const { return kStrided; }
   const Storage& storage() const { return get().storage(); }
   // True when both tensors view the same storage (libtorch's is_alias_of).
   bool is_alias_of(const Tensor& other) const { return storage() == other.storage(); }
@@ -120,9 +127,9 @@ class Tensor {
   // Computes the gradient of this tensor w.r.t. the leaves of its graph and adds it to
   // their grad(). gradient may be omitted for a one-element tensor. The graph's saved
   // tensors are freed unless retain_graph (default: create_graph). With inputs given,
-  // only those leaves accumulate.
+  // only those leaves accumulate (an empty list given explicitly is refused).
   void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
-                bool create_graph = false, const std::vector<Tensor>& inputs = {}) const;
+                bool create_graph = false, const std::optional<std::vector<Tensor>>& inputs = std::nullopt) const;
   // A hook on the gradient of this tensor, called during backward; returning a defined
   // tensor replaces the gradient.
   template <typename F>
@@ -143,6 +150,14 @@ class Tensor {
   Tensor& detach_();
   // Created inside InferenceMode.
   bool is_inference() const { return get().is_inference(); }
+  // libtorch's Tensor::data() / variable_data(): a tensor sharing the storage, without
+  // autograd history and not requiring grad (like detach()).
+  Tensor data() const { return detach(); }
+  Tensor variable_data() const { return detach(); }
+  Tensor tensor_data() const { return detach(); }
+  // Replaces this tensor's data (storage, sizes, strides, dtype) with new_data's, keeping
+  // its autograd identity (requires_grad, grad, hooks): libtorch's set_data.
+  void set_data(const Tensor& new_data) const;
 
   // ---- views: share storage, never copy ----
   // Fails with ember::Error (suggesting reshape()) when the strides cannot express the view.
@@ -192,6 +207,11 @@ class Tensor {
   Tensor to(DType dtype, bool copy = false) const;
   Tensor to(Device device, bool copy = false) const;
   Tensor to(const TensorOptions& options, bool copy = false) const;
+  Tensor to(Device device, DType dtype, bool non_blocking = false, bool copy = false) const;
+  // Converted to other's dtype (and device).
+  Tensor to(const Tensor& other, bool non_blocking = false, bool copy = false) const;
+  // This machine has only the CPU: *this.
+  Tensor cpu() const { return *this; }
 
   // ---- in-place writes (bump the version counter) ----
   // Copies src into *this, broadcasting src and converting its dtype.
@@ -204,6 +224,15 @@ class Tensor {
   Tensor& bernoulli_(double p = 0.5, Generator gen = {});
   // Integers uniform in [from, to).
   Tensor& random_(int64_t from, int64_t to, Generator gen = {});
+  // Integers uniform in [0, to).
+  Tensor& random_(int64_t to, Generator gen = {});
+  // Integers uniform over [0, 2^mantissa] for floating dtypes, [0, max] for integer ones.
+  Tensor& random_(Generator gen = {});
+  // Reshapes in place to contiguous `sizes`, growing the storage when it is too small
+  // (libtorch's resize_; the values of new elements are unspecified). Refused for tensors
+  // that require grad.
+  Tensor& resize_(IntArrayRef sizes);
+  Tensor& resize_as_(const Tensor& other) { return resize_(other.sizes()); }
 
   // ======== operations (declared here, implemented per family under src/ember/ops/) ========
   // ---- pointwise, unary (ops/pointwise.cpp); each has an in-place twin op_() ----
@@ -430,6 +459,13 @@ class Tensor {
   // Advanced indexing: one entry per leading dim; an undefined Tensor means ":" (whole
   // dim). Integer (int64/int32) or bool tensors, as x[idx0, :, idx2] in Python.
   Tensor index(const std::vector<Tensor>& indices) const;
+  // libtorch's index lists (ember/ops/tensor_indexing.h): x.index({Slice(1, None), 0, mask}).
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values);
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value);
   Tensor& index_put_(const std::vector<Tensor>& indices, const Tensor& values,
                      bool accumulate = false);
   Tensor nonzero() const;
@@ -465,6 +501,8 @@ class Tensor {
   Tensor& operator/=(const Tensor& o) { return div_(o); }
   Tensor& operator/=(const Scalar& o) { return div_(o); }
   Tensor operator-() const { return neg(); }
+  // Assigning a number to a temporary view fills it, as in libtorch: x[0][1] = 2.5.
+  Tensor& operator=(const Scalar& value) && { return fill_(value); }
 
   std::string toString() const;
 

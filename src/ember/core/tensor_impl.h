@@ -58,6 +58,8 @@ class TensorImpl final : public IntrusiveTarget {
 
   // Created inside InferenceMode: never enters autograd, has no version counter bumps.
   bool is_inference() const { return is_inference_; }
+  // Views take the flag from their base, not from the mode they are made in.
+  void set_inference(bool inference) { is_inference_ = inference; }
 
  private:
   void refresh();

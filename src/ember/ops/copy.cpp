@@ -101,8 +101,22 @@ Tensor Tensor::to(Device device, bool copy) const {
 }
 
 Tensor Tensor::to(const TensorOptions& options, bool copy) const {
+  EMBER_CHECK(!options.requires_grad(), "[to] options with requires_grad=true cannot be passed to to(); "
+              "convert first, then call requires_grad_() on the result");
+  EMBER_CHECK(options.layout() == kStrided, "[to] only strided tensors exist in ember; drop the layout from the options");
   Tensor out = to(options.device(), false);
   return out.to(options.dtype_or(dtype()), copy && out.is_same(*this));
+}
+
+Tensor Tensor::to(Device device, DType dtype, bool /*non_blocking*/, bool copy) const {
+  Tensor out = to(device, false);
+  return out.to(dtype, copy && out.is_same(*this));
+}
+
+Tensor Tensor::to(const Tensor& other, bool /*non_blocking*/, bool copy) const {
+  EMBER_CHECK(other.defined(), "[to] the tensor whose dtype and device to take is undefined");
+  Tensor out = to(other.device(), false);
+  return out.to(other.dtype(), copy && out.is_same(*this));
 }
 
 }  // namespace ember

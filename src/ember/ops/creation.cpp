@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <ostream>
+#include <sstream>
 
 #include "ember/autograd/autograd_meta.h"
 #include "ember/core/check.h"
@@ -48,6 +50,8 @@ DType value_dtype(const Scalar& v, const TensorOptions& options) {
 Tensor empty(IntArrayRef sizes, const TensorOptions& options) {
   detail::OpNameScope scope("empty");
   const int64_t n = checked_numel(sizes, "empty");
+  EMBER_CHECK(options.layout() == kStrided, "[", OpScope::outermost(),
+              "] only strided tensors exist in ember; drop the non-strided layout from the options");
   const DType dt = options.dtype();
   const size_t es = element_size(dt);
   EMBER_CHECK(static_cast<uint64_t>(n) <= SIZE_MAX / es, "[empty] sizes ", sizes,
@@ -222,84 +226,177 @@ Tensor eye(int64_t n, int64_t m, const TensorOptions& options) {
   return finish(std::move(t), options);
 }
 
+
+namespace detail {
+
 namespace {
+// libtorch's names of scalar types, used in TensorDataContainer's messages.
+const char* scalar_type_name(DType t) {
+  switch (t) {
+    case kBool: return "Bool";
+    case kUInt8: return "Byte";
+    case kInt8: return "Char";
+    case kInt16: return "Short";
+    case kInt32: return "Int";
+    case kInt64: return "Long";
+    case kFloat16: return "Half";
+    case kBFloat16: return "BFloat16";
+    case kFloat32: return "Float";
+    case kFloat64: return "Double";
+    default: return "Unknown";
+  }
+}
+
+void print_sizes(std::ostream& os, const std::vector<int64_t>& sizes) {
+  for (size_t i = 0; i < sizes.size(); ++i) os << (i ? ", " : "") << sizes[i];
+}
 
 template <typename T>
-Tensor from_values(const T* data, IntArrayRef sizes, DType natural, const TensorOptions& options) {
-  constexpr DType src_dtype = kernels::dtype_of<T>();
-  Tensor src = empty(sizes, TensorOptions(src_dtype));
-  if (src.numel()) std::memcpy(src.data_ptr(), data, src.nbytes());
+Tensor tensor_of(const T* data, int64_t n) {
+  constexpr DType dt = kernels::dtype_of<T>();
+  Tensor t = empty({n}, TensorOptions(dt));
+  if (n) std::memcpy(t.data_ptr(), data, static_cast<size_t>(n) * sizeof(T));
+  return t;
+}
+}  // namespace
+
+#define EMBER_TDC_SCALAR(T, DT)                                     \
+  TensorDataContainer::TensorDataContainer(T v)                     \
+      : scalar_type_(DT), kind_(Kind::Scalar), scalar_(v) {}
+EMBER_TDC_SCALAR(bool, kBool)
+EMBER_TDC_SCALAR(uint8_t, kUInt8)
+EMBER_TDC_SCALAR(int8_t, kInt8)
+EMBER_TDC_SCALAR(int16_t, kInt16)
+EMBER_TDC_SCALAR(int, kInt32)
+EMBER_TDC_SCALAR(long, kInt64)
+EMBER_TDC_SCALAR(long long, kInt64)
+EMBER_TDC_SCALAR(float, kFloat32)
+EMBER_TDC_SCALAR(double, kFloat64)
+EMBER_TDC_SCALAR(Half, kFloat16)
+EMBER_TDC_SCALAR(BFloat16, kBFloat16)
+#undef EMBER_TDC_SCALAR
+
+TensorDataContainer::TensorDataContainer() : sizes_{0}, scalar_type_(get_default_dtype()), kind_(Kind::List) {}
+
+namespace {
+// Elements of one list must share a kind: floating values may mix widths (1.0 and NAN,
+// a float), as may integers of different widths; bools mix with neither, nor do integers
+// with floating values (as in libtorch).
+int kind_of(DType t) { return t == kBool ? 0 : ember::is_floating_point(t) ? 1 : 2; }
+DType wider(DType a, DType b) { return element_size(b) > element_size(a) ? b : a; }
+}  // namespace
+
+TensorDataContainer::TensorDataContainer(std::initializer_list<TensorDataContainer> list)
+    : scalar_type_(list.begin()->scalar_type()), kind_(Kind::List), list_(list) {
+  const TensorDataContainer& first = *list.begin();
+  for (const TensorDataContainer& e : list) {
+    if (e.sizes() != first.sizes()) {
+      std::ostringstream os;
+      os << "[tensor] Expected all sub-lists to have sizes: ";
+      print_sizes(os, first.sizes());
+      os << " (e.g. " << first << "), but got sub-list " << e << " with sizes: ";
+      print_sizes(os, e.sizes());
+      throw Error(os.str());
+    }
+    EMBER_CHECK(kind_of(e.scalar_type()) == kind_of(first.scalar_type()),
+                "[tensor] Expected all elements of the tensor to have the same scalar type: ",
+                scalar_type_name(first.scalar_type()), ", but got element of scalar type: ",
+                scalar_type_name(e.scalar_type()), " (write every element with the same C++ type, e.g. 1.0 not 1)");
+  }
+  for (const TensorDataContainer& e : list) scalar_type_ = wider(scalar_type_, e.scalar_type());
+  sizes_.push_back(static_cast<int64_t>(list.size()));
+  sizes_.insert(sizes_.end(), first.sizes().begin(), first.sizes().end());
+}
+
+TensorDataContainer::TensorDataContainer(Tensor values)
+    : sizes_(values.sizes().begin(), values.sizes().end()), scalar_type_(values.dtype()), kind_(Kind::Tensor),
+      tensor_(std::move(values)) {}
+
+TensorDataContainer::TensorDataContainer(const std::vector<bool>& v) : TensorDataContainer([&] {
+  std::vector<uint8_t> bytes(v.begin(), v.end());
+  return tensor_of(bytes.data(), static_cast<int64_t>(bytes.size())).to(kBool);
+}()) {}
+
+#define EMBER_TDC_VECTOR(T)                                                                  \
+  TensorDataContainer::TensorDataContainer(const std::vector<T>& v)                          \
+      : TensorDataContainer(tensor_of(v.data(), static_cast<int64_t>(v.size()))) {}
+EMBER_TDC_VECTOR(uint8_t)
+EMBER_TDC_VECTOR(int8_t)
+EMBER_TDC_VECTOR(int16_t)
+EMBER_TDC_VECTOR(int32_t)
+EMBER_TDC_VECTOR(int64_t)
+EMBER_TDC_VECTOR(float)
+EMBER_TDC_VECTOR(double)
+#undef EMBER_TDC_VECTOR
+
+namespace {
+// Writes the scalars of a (nested) list into dst in row-major order, as type T.
+template <typename T>
+void fill_from(const TensorDataContainer& c, T*& dst) {
+  if (c.is_scalar()) {
+    const Scalar& v = c.scalar();
+    *dst++ = v.is_floating_point() ? kernels::convert<T>(v.to_double())
+             : v.is_boolean()      ? kernels::convert<T>(v.to_bool())
+                                   : kernels::convert<T>(v.to_long());
+    return;
+  }
+  if (c.is_tensor()) {
+    const Tensor t = c.tensor().to(kernels::dtype_of<T>()).contiguous();
+    std::memcpy(dst, t.data_ptr(), t.nbytes());
+    dst += t.numel();
+    return;
+  }
+  for (const TensorDataContainer& e : c.init_list()) fill_from(e, dst);
+}
+}  // namespace
+
+Tensor TensorDataContainer::convert(const TensorOptions& options) const {
+  DType natural = scalar_type_;
+  if (is_integral(natural, /*include_bool=*/false)) natural = kInt64;
+  else if (ember::is_floating_point(natural)) natural = get_default_dtype();
   const DType dt = options.dtype_or(natural);
-  Tensor out = dt == src_dtype ? src : src.to(dt);
+  Tensor out;
+  if (is_tensor()) {
+    out = tensor_.to(dt, /*copy=*/true);
+  } else {
+    // Gather in the widest type of the elements' kind, then convert once.
+    const DType gather = scalar_type_ == kBool ? kBool : ember::is_floating_point(scalar_type_) ? kFloat64 : kInt64;
+    Tensor tmp = empty(sizes_, TensorOptions(gather));
+    kernels::dispatch_all(gather, "tensor", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_same_v<T, bool> || std::is_same_v<T, double> || std::is_same_v<T, int64_t>) {
+        T* p = tmp.numel() ? tmp.data_ptr<T>() : nullptr;
+        if (p) fill_from(*this, p);
+      }
+    });
+    out = tmp.to(dt);
+  }
   return finish(std::move(out), options);
 }
 
-template <typename T>
-Tensor from_rows(std::initializer_list<std::initializer_list<T>> rows, DType natural,
-                 const TensorOptions& options) {
-  const int64_t r = static_cast<int64_t>(rows.size());
-  const int64_t c = r ? static_cast<int64_t>(rows.begin()->size()) : 0;
-  std::vector<T> flat;
-  flat.reserve(static_cast<size_t>(r * c));
-  int64_t i = 0;
-  for (const auto& row : rows) {
-    EMBER_CHECK(static_cast<int64_t>(row.size()) == c, "[tensor] expected sequence of length ", c,
-                " at row ", i, " (got ", row.size(), "); nested lists must be rectangular");
-    flat.insert(flat.end(), row.begin(), row.end());
-    ++i;
+std::ostream& operator<<(std::ostream& os, const TensorDataContainer& c) {
+  if (c.is_scalar()) {
+    const Scalar& v = c.scalar();
+    if (v.is_boolean()) return os << (v.to_bool() ? "true" : "false");
+    if (v.is_floating_point()) return os << v.to_double();
+    return os << v.to_long();
   }
-  return from_values(flat.data(), {r, c}, natural, options);
+  if (c.is_tensor()) return os << c.tensor();
+  os << "{";
+  bool first = true;
+  for (const TensorDataContainer& e : c.init_list()) {
+    os << (first ? "" : ", ") << e;
+    first = false;
+  }
+  return os << "}";
 }
 
-}  // namespace
+}  // namespace detail
 
-Tensor tensor(std::initializer_list<double> v, const TensorOptions& o) {
-  return from_values(v.begin(), {static_cast<int64_t>(v.size())}, get_default_dtype(), o);
+Tensor tensor(detail::TensorDataContainer data, const TensorOptions& options) {
+  detail::OpNameScope scope("tensor");
+  return data.convert(options);
 }
-Tensor tensor(std::initializer_list<float> v, const TensorOptions& o) {
-  return from_values(v.begin(), {static_cast<int64_t>(v.size())}, get_default_dtype(), o);
-}
-Tensor tensor(std::initializer_list<int> v, const TensorOptions& o) {
-  return from_values(v.begin(), {static_cast<int64_t>(v.size())}, kInt64, o);
-}
-Tensor tensor(std::initializer_list<int64_t> v, const TensorOptions& o) {
-  return from_values(v.begin(), {static_cast<int64_t>(v.size())}, kInt64, o);
-}
-Tensor tensor(std::initializer_list<bool> v, const TensorOptions& o) {
-  return from_values(v.begin(), {static_cast<int64_t>(v.size())}, kBool, o);
-}
-Tensor tensor(std::initializer_list<std::initializer_list<double>> rows, const TensorOptions& o) {
-  return from_rows(rows, get_default_dtype(), o);
-}
-Tensor tensor(std::initializer_list<std::initializer_list<int>> rows, const TensorOptions& o) {
-  return from_rows(rows, kInt64, o);
-}
-Tensor tensor(const std::vector<double>& v, const TensorOptions& o) {
-  return from_values(v.data(), {static_cast<int64_t>(v.size())}, get_default_dtype(), o);
-}
-Tensor tensor(const std::vector<float>& v, const TensorOptions& o) {
-  return from_values(v.data(), {static_cast<int64_t>(v.size())}, get_default_dtype(), o);
-}
-Tensor tensor(const std::vector<int64_t>& v, const TensorOptions& o) {
-  return from_values(v.data(), {static_cast<int64_t>(v.size())}, kInt64, o);
-}
-Tensor tensor(const std::vector<int32_t>& v, const TensorOptions& o) {
-  return from_values(v.data(), {static_cast<int64_t>(v.size())}, kInt32, o);
-}
-Tensor tensor(const std::vector<uint8_t>& v, const TensorOptions& o) {
-  return from_values(v.data(), {static_cast<int64_t>(v.size())}, kUInt8, o);
-}
-Tensor tensor(const std::vector<bool>& v, const TensorOptions& o) {
-  std::vector<uint8_t> bytes(v.begin(), v.end());
-  Tensor t = from_values(bytes.data(), {static_cast<int64_t>(v.size())}, kUInt8,
-                         TensorOptions(kUInt8));
-  return finish(t.to(o.dtype_or(kBool)), o);
-}
-// 0-dim tensors take their dtype from the value's kind, as torch.tensor(3) is int64.
-Tensor tensor(double value, const TensorOptions& o) { return full({}, value, o); }
-Tensor tensor(int64_t value, const TensorOptions& o) { return full({}, value, o); }
-Tensor tensor(int value, const TensorOptions& o) { return full({}, int64_t(value), o); }
-Tensor tensor(bool value, const TensorOptions& o) { return full({}, value, o); }
 
 namespace {
 

@@ -40,28 +40,70 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps,
 Tensor eye(int64_t n, const TensorOptions& options = {});
 Tensor eye(int64_t n, int64_t m, const TensorOptions& options = {});
 
-// Tensors from C++ values (copies). Floating values give the default dtype, integers
-// int64, bools bool, unless options name a dtype.
-Tensor tensor(std::initializer_list<double> values, const TensorOptions& options = {});
-Tensor tensor(std::initializer_list<float> values, const TensorOptions& options = {});
-Tensor tensor(std::initializer_list<int> values, const TensorOptions& options = {});
-Tensor tensor(std::initializer_list<int64_t> values, const TensorOptions& options = {});
-Tensor tensor(std::initializer_list<bool> values, const TensorOptions& options = {});
-Tensor tensor(std::initializer_list<std::initializer_list<double>> rows,
-              const TensorOptions& options = {});
-Tensor tensor(std::initializer_list<std::initializer_list<int>> rows,
-              const TensorOptions& options = {});
-Tensor tensor(const std::vector<double>& values, const TensorOptions& options = {});
-Tensor tensor(const std::vector<float>& values, const TensorOptions& options = {});
-Tensor tensor(const std::vector<int64_t>& values, const TensorOptions& options = {});
-Tensor tensor(const std::vector<int32_t>& values, const TensorOptions& options = {});
-Tensor tensor(const std::vector<uint8_t>& values, const TensorOptions& options = {});
-Tensor tensor(const std::vector<bool>& values, const TensorOptions& options = {});
-// A 0-dim tensor (libtorch's torch::tensor(3.5)).
-Tensor tensor(double value, const TensorOptions& options = {});
-Tensor tensor(int64_t value, const TensorOptions& options = {});
-Tensor tensor(int value, const TensorOptions& options = {});
-Tensor tensor(bool value, const TensorOptions& options = {});
+namespace detail {
+// What ember::tensor(...) is made from (libtorch's torch::detail::TensorDataContainer):
+// a scalar, a braced list of them nested to any depth ({{1, 2}, {3, 4}}), or a
+// std::vector of scalars. Every element of a list must have the same C++ scalar type and
+// every sub-list the same sizes; the error names the first one that differs.
+class TensorDataContainer {
+ public:
+  // {}: an empty list (a dim of size 0).
+  TensorDataContainer();
+  TensorDataContainer(bool v);
+  TensorDataContainer(uint8_t v);
+  TensorDataContainer(int8_t v);
+  TensorDataContainer(int16_t v);
+  TensorDataContainer(int v);
+  TensorDataContainer(long v);
+  TensorDataContainer(long long v);
+  TensorDataContainer(float v);
+  TensorDataContainer(double v);
+  TensorDataContainer(Half v);
+  TensorDataContainer(BFloat16 v);
+  TensorDataContainer(std::initializer_list<TensorDataContainer> list);
+  TensorDataContainer(const std::vector<bool>& v);
+  TensorDataContainer(const std::vector<uint8_t>& v);
+  TensorDataContainer(const std::vector<int8_t>& v);
+  TensorDataContainer(const std::vector<int16_t>& v);
+  TensorDataContainer(const std::vector<int32_t>& v);
+  TensorDataContainer(const std::vector<int64_t>& v);
+  TensorDataContainer(const std::vector<float>& v);
+  TensorDataContainer(const std::vector<double>& v);
+  // A 1-D tensor's values (ember::tensor copies them).
+  explicit TensorDataContainer(Tensor values);
+
+  bool is_scalar() const { return kind_ == Kind::Scalar; }
+  bool is_init_list() const { return kind_ == Kind::List; }
+  bool is_tensor() const { return kind_ == Kind::Tensor; }
+  const std::vector<int64_t>& sizes() const { return sizes_; }
+  // The C++ type of the elements (int -> int32, double -> float64 ...).
+  DType scalar_type() const { return scalar_type_; }
+  const Scalar& scalar() const { return scalar_; }
+  const std::vector<TensorDataContainer>& init_list() const { return list_; }
+  const Tensor& tensor() const { return tensor_; }
+  // The tensor: options' dtype if given, otherwise int64 for integers, the default dtype
+  // for floating values, bool for bools.
+  Tensor convert(const TensorOptions& options) const;
+
+ private:
+  enum class Kind : uint8_t { Scalar, List, Tensor };
+  std::vector<int64_t> sizes_;
+  DType scalar_type_;
+  Kind kind_;
+  Scalar scalar_;
+  std::vector<TensorDataContainer> list_;
+  Tensor tensor_;
+};
+
+// {1.1, 2.2} / {{1, 2}, {3, 4}} / 1.1, as libtorch prints a container.
+std::ostream& operator<<(std::ostream& os, const TensorDataContainer& c);
+}  // namespace detail
+
+// A tensor from C++ values (copied): ember::tensor(3.5), ember::tensor({1, 2, 3}),
+// ember::tensor({{1.f, 2.f}, {3.f, 4.f}}, kFloat64), ember::tensor(std::vector<int64_t>{...}).
+// Floating values give the default dtype, integers int64, bools bool, unless options
+// name a dtype. A scalar gives a 0-dim tensor.
+Tensor tensor(detail::TensorDataContainer data, const TensorOptions& options = {});
 
 // Wraps memory the caller owns without copying. The tensor never frees it unless a
 // deleter is given, which runs when the last view of the storage goes away.

@@ -280,6 +280,14 @@ Tensor var(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim) 
   }
   return std::get<0>(var_mean_impl("var", t, dims, correction, keepdim, true, false));
 }
+std::tuple<Tensor, Tensor> var_mean(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim) {
+  return t.var_mean(dims, correction, keepdim);
+}
+
+std::tuple<Tensor, Tensor> std_mean(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim) {
+  return t.std_mean(dims, correction, keepdim);
+}
+
 Tensor std(const Tensor& t, IntArrayRef dims, int64_t correction, bool keepdim) {
   if (autograd::needs_grad(t)) {
     return autograd::fn::reduction(autograd::fn::Reduce::Std, t, dims, keepdim, static_cast<double>(correction),

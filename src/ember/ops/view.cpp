@@ -6,6 +6,8 @@
 #include <algorithm>
 
 #include "ember/autograd/functions.h"
+#include "ember/autograd/autograd_meta.h"
+#include "ember/autograd/grad_mode.h"
 #include "ember/autograd/record.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
@@ -31,6 +33,10 @@ Tensor make_view(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int
   Tensor v(IntrusivePtr<TensorImpl>::make(self.storage(), self.dtype(), sizes, strides, offset));
   TensorImpl* base = self.impl()->view_base();
   v.impl()->set_view_base(base ? self.impl()->view_base_ptr() : self.impl_ptr());
+  v.impl()->set_inference(self.is_inference());
+  // A view taken with grad mode off records no history but still requires grad when its
+  // base does (a leaf, as in libtorch); in grad mode the view's backward node sets it.
+  if (!GradMode::is_enabled() && self.requires_grad()) v.impl()->ensure_autograd_meta().requires_grad = true;
   return v;
 }
 
@@ -669,7 +675,9 @@ Tensor Tensor::alias() const {
 Tensor Tensor::detach() const {
   check_defined(*this, "detach");
   // Shares storage (and so the version counter) but is not a differentiable view.
-  return Tensor(IntrusivePtr<TensorImpl>::make(storage(), dtype(), sizes(), strides(), storage_offset()));
+  Tensor out(IntrusivePtr<TensorImpl>::make(storage(), dtype(), sizes(), strides(), storage_offset()));
+  out.impl()->set_inference(is_inference());
+  return out;
 }
 
 }  // namespace ember

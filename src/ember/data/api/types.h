@@ -66,6 +66,13 @@ class ArrayRef {
     return data_[i];
   }
   std::vector<T> vec() const { return std::vector<T>(begin(), end()); }
+  // Where ember takes a std::vector (tensor lists) or an IntArrayRef (sizes).
+  operator std::vector<T>() const { return vec(); }  // NOLINT: implicit like c10
+  operator IntArrayRef() const  // NOLINT
+    requires std::is_same_v<T, int64_t>
+  {
+    return IntArrayRef(data_, size_);
+  }
   bool equals(ArrayRef other) const {
     if (size_ != other.size_) return false;
     for (size_t i = 0; i < size_; ++i)

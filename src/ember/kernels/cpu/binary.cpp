@@ -397,16 +397,19 @@ void isclose(const Tensor& out, const Tensor& a, const Tensor& b, double rtol, d
     using C = acc_t<T>;
     map2<bool, T>(it, [=](C x, C y) -> bool {
       if (x == y) return true;
+      // PyTorch's rule, in the tensor's own precision: |x - y| <= atol + |rtol * y|, with
+      // integers compared against a float32 tolerance.
       if constexpr (is_fp<C>) {
         if (std::isnan(x) || std::isnan(y)) return equal_nan && std::isnan(x) && std::isnan(y);
         if (std::isinf(x) || std::isinf(y)) return false;
-        return std::fabs(static_cast<double>(x) - static_cast<double>(y)) <=
-               atol + rtol * std::fabs(static_cast<double>(y));
+        const C allowed = static_cast<C>(atol) + std::fabs(static_cast<C>(rtol) * y);
+        return std::fabs(x - y) <= allowed;
       } else if constexpr (std::is_same_v<C, bool>) {
         return false;
       } else {
-        const double diff = std::fabs(static_cast<double>(x) - static_cast<double>(y));
-        return diff <= atol + rtol * std::fabs(static_cast<double>(y));
+        const float allowed = static_cast<float>(atol) + std::fabs(static_cast<float>(rtol) * static_cast<float>(y));
+        const int64_t diff = static_cast<int64_t>(x) - static_cast<int64_t>(y);
+        return static_cast<float>(diff < 0 ? -diff : diff) <= allowed;
       }
     });
   });
