@@ -8,10 +8,6 @@
 
 namespace ember::nn {
 
-namespace functional {
-
-namespace {
-
 const char* reduction_name(Reduction r) {
   switch (r) {
     case Reduction::None: return "none";
@@ -21,6 +17,10 @@ const char* reduction_name(Reduction r) {
   }
   return "?";
 }
+
+namespace functional {
+
+namespace {
 
 Tensor reduce(const Tensor& loss, Reduction r, const char* op) {
   switch (r) {
