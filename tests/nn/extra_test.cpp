@@ -5,6 +5,7 @@
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -135,6 +136,15 @@ TEST(NNExtra, NamesAndRegistration) {
   EXPECT_TRUE(net.children().empty());
   EXPECT_NE(ErrorOf([&] { net.unregister_module("fc"); }).find("No Module with name `fc` is registered"),
             std::string::npos);
+}
+
+TEST(NNExtra, ContainerAccessAndAs) {
+  Sequential seq(Linear(2, 3), ReLU());
+  EXPECT_EQ(seq[0].get(), seq->ptr(0).get());
+  EXPECT_NE(seq->ptr<LinearImpl>(0), nullptr);
+  EXPECT_NE(seq[0]->as<Linear>(), nullptr);
+  EXPECT_EQ(seq[1]->as<LinearImpl>(), nullptr);
+  EXPECT_NE(ErrorOf([&] { seq->ptr(5); }).find("Index out of range"), std::string::npos);
 }
 
 TEST(NNExtra, ErrorMessages) {

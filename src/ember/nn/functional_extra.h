@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ember/nn/functional_options.h"
+#include "ember/nn/loss.h"
 #include "ember/nn/modules/pooling.h"
 
 namespace ember::nn::functional {
@@ -368,6 +369,23 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1L
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& options,
                       double beta);
 Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& options);
+// A reduction tag (torch::kSum, ...) where both a Reduction and an options struct would do.
+template <typename Tag, typename = std::enable_if_t<std::is_class_v<Tag> && std::is_convertible_v<Tag, Reduction>>>
+Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Tag reduction, double beta = 1.0) {
+  return smooth_l1_loss(input, target, Reduction(reduction), beta);
+}
+template <typename Tag, typename = std::enable_if_t<std::is_class_v<Tag> && std::is_convertible_v<Tag, Reduction>>>
+Tensor huber_loss(const Tensor& input, const Tensor& target, Tag reduction, double delta = 1.0) {
+  return huber_loss(input, target, Reduction(reduction), delta);
+}
+template <typename Tag, typename = std::enable_if_t<std::is_class_v<Tag> && std::is_convertible_v<Tag, Reduction>>>
+Tensor mse_loss(const Tensor& input, const Tensor& target, Tag reduction) {
+  return mse_loss(input, target, Reduction(reduction));
+}
+template <typename Tag, typename = std::enable_if_t<std::is_class_v<Tag> && std::is_convertible_v<Tag, Reduction>>>
+Tensor l1_loss(const Tensor& input, const Tensor& target, Tag reduction) {
+  return l1_loss(input, target, Reduction(reduction));
+}
 Tensor nll_loss(const Tensor& input, const Tensor& target, const NLLLossFuncOptions& options);
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntropyFuncOptions& options);
 Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target,

@@ -134,6 +134,7 @@ struct PairwiseDistanceOptions {
 
 // ---- losses (reduction defaults to mean) ----
 #define EMBER_REDUCTION_OPTIONS(Name)                                  \
+  using reduction_t = Reduction;                                       \
   Name() = default;                                                    \
   Name(Reduction reduction) : reduction_(reduction) {} /* NOLINT */   \
   template <typename Tag, typename = std::enable_if_t<std::is_class_v<Tag> && std::is_convertible_v<Tag, Reduction>>> \

@@ -136,6 +136,24 @@ class Module : public std::enable_shared_from_this<Module> {
   void unregister_module(const std::string& name);
   bool is_serializable() const { return true; }
 
+  // This module as a T (an Impl type or a holder type such as nn::Linear), or nullptr.
+  template <typename T>
+  auto* as() noexcept {
+    if constexpr (requires { typename T::ContainedType; }) {
+      return dynamic_cast<typename T::ContainedType*>(this);
+    } else {
+      return dynamic_cast<T*>(this);
+    }
+  }
+  template <typename T>
+  const auto* as() const noexcept {
+    if constexpr (requires { typename T::ContainedType; }) {
+      return dynamic_cast<const typename T::ContainedType*>(this);
+    } else {
+      return dynamic_cast<const T*>(this);
+    }
+  }
+
   // Direct access (as libtorch: module.named_parameters(false) for own ones).
   bool has_parameter(const std::string& name) const { return params_.contains(name); }
   bool has_buffer(const std::string& name) const { return buffers_.contains(name); }
@@ -224,6 +242,11 @@ class ModuleHolder {
   template <typename... Args>
   auto operator()(Args&&... args) const {
     return (*get())(std::forward<Args>(args)...);
+  }
+  // Indexing forwards to the module (Sequential, ModuleList, ModuleDict).
+  template <typename Arg>
+  decltype(auto) operator[](Arg&& arg) const {
+    return (*get())[std::forward<Arg>(arg)];
   }
 
  private:
