@@ -321,8 +321,8 @@ void init_functions(py::module_& m) {
          return F::embedding(x, w, padding_idx, max_norm, norm_type);
        }, py::arg("input"), py::arg("weight"), py::arg("padding_idx") = py::none(), py::arg("max_norm") = py::none(),
        py::arg("norm_type") = 2.0);
-  nn.def("dropout", &F::dropout, py::arg("input"), py::arg("p") = 0.5, py::arg("training") = true);
-  nn.def("leaky_relu", &F::leaky_relu, py::arg("input"), py::arg("negative_slope") = 0.01);
+  nn.def("dropout", static_cast<Tensor (*)(const Tensor&, double, bool)>(&F::dropout), py::arg("input"), py::arg("p") = 0.5, py::arg("training") = true);
+  nn.def("leaky_relu", static_cast<Tensor (*)(const Tensor&, double)>(&F::leaky_relu), py::arg("input"), py::arg("negative_slope") = 0.01);
   nn.def("logit", [](const Tensor& x, std::optional<double> eps) { return logit(x, eps); }, py::arg("input"),
          py::arg("eps") = py::none());
   nn.def("scaled_dot_product_attention", [](const Tensor& q, const Tensor& k, const Tensor& v, py::handle mask,

@@ -18,11 +18,7 @@ using Keys = std::vector<std::string>;
 
 I64 Sizes(const Tensor& t) { return t.sizes().vec(); }
 
-std::string Repr(Module& m) {
-  std::ostringstream os;
-  os << m;
-  return os.str();
-}
+std::string Repr(Module& m) { return m.repr(); }
 
 TEST(ConvModule, ShapesAndParameters) {
   Conv2d conv(Conv2dOptions(1, 32, 3).padding(1));

@@ -8,10 +8,6 @@
 
 namespace ember::nn {
 
-namespace functional {
-
-namespace {
-
 const char* reduction_name(Reduction r) {
   switch (r) {
     case Reduction::None: return "none";
@@ -21,6 +17,10 @@ const char* reduction_name(Reduction r) {
   }
   return "?";
 }
+
+namespace functional {
+
+namespace {
 
 Tensor reduce(const Tensor& loss, Reduction r, const char* op) {
   switch (r) {
@@ -191,8 +191,9 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
                                         const Tensor& pos_weight, Reduction r) {
   OpScope scope("binary_cross_entropy_with_logits");
   check_same_size(input, target, "binary_cross_entropy_with_logits");
-  // log(1 + exp(-|x|)) + max(-x, 0) = -log(sigmoid(x)), computed without overflow.
-  Tensor log_sig_neg = (-input.abs()).exp().log1p() + (-input).clamp_min(0);
+  // -log(sigmoid(x)) = softplus(-x) (linear past its threshold, so no overflow; its
+  // gradient at 0 is -1/2, as PyTorch's).
+  Tensor log_sig_neg = (-input).softplus();
   Tensor loss;
   if (pos_weight.defined()) {
     Tensor lw = (pos_weight - 1) * target + 1;

@@ -6,10 +6,10 @@
 #include <string>
 
 #include "ember/nn/module.h"
+#include "ember/nn/functional_options.h"
+#include "ember/nn/options.h"
 
 namespace ember::nn {
-
-enum class Reduction { None, Mean, Sum, BatchMean };
 
 namespace functional {
 
@@ -51,6 +51,7 @@ class LossModule : public Module {
   class Name##Impl : public LossModule {                                                       \
    public:                                                                                     \
     explicit Name##Impl(Reduction r = Reduction::Mean) : LossModule(#Name) { reduction = r; } \
+    explicit Name##Impl(const Name##Options& o) : Name##Impl(o.reduction()) {}                  \
     Tensor forward(const Tensor& input, const Tensor& target) override { return call; }       \
     std::shared_ptr<Module> clone() const override { return std::make_shared<Name##Impl>(reduction); } \
   };                                                                                           \
@@ -65,6 +66,7 @@ class SmoothL1LossImpl : public LossModule {
   explicit SmoothL1LossImpl(Reduction r = Reduction::Mean, double beta = 1.0) : LossModule("SmoothL1Loss"), beta(beta) {
     reduction = r;
   }
+  explicit SmoothL1LossImpl(const SmoothL1LossOptions& o) : SmoothL1LossImpl(o.reduction(), o.beta()) {}
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::smooth_l1_loss(input, target, reduction, beta);
   }
@@ -77,6 +79,7 @@ class HuberLossImpl : public LossModule {
   explicit HuberLossImpl(Reduction r = Reduction::Mean, double delta = 1.0) : LossModule("HuberLoss"), delta(delta) {
     reduction = r;
   }
+  explicit HuberLossImpl(const HuberLossOptions& o) : HuberLossImpl(o.reduction(), o.delta()) {}
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::huber_loss(input, target, reduction, delta);
   }
@@ -125,6 +128,8 @@ EMBER_MODULE(CrossEntropyLoss);
 class NLLLossImpl : public LossModule {
  public:
   explicit NLLLossImpl(const CrossEntropyLossOptions& options = {});
+  explicit NLLLossImpl(const NLLLossOptions& o)
+      : NLLLossImpl(CrossEntropyLossOptions().weight(o.weight()).ignore_index(o.ignore_index()).reduction(o.reduction())) {}
   Tensor forward(const Tensor& input, const Tensor& target) override;
   std::shared_ptr<Module> clone() const override { return std::make_shared<NLLLossImpl>(options); }
   CrossEntropyLossOptions options;  // label_smoothing unused
@@ -136,6 +141,7 @@ class BCELossImpl : public LossModule {
   explicit BCELossImpl(Reduction r = Reduction::Mean, Tensor weight = {}) : LossModule("BCELoss"), weight(std::move(weight)) {
     reduction = r;
   }
+  explicit BCELossImpl(const BCELossOptions& o) : BCELossImpl(o.reduction(), o.weight()) {}
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::binary_cross_entropy(input, target, weight, reduction);
   }
@@ -149,6 +155,8 @@ class BCEWithLogitsLossImpl : public LossModule {
       : LossModule("BCEWithLogitsLoss"), weight(std::move(weight)), pos_weight(std::move(pos_weight)) {
     reduction = r;
   }
+  explicit BCEWithLogitsLossImpl(const BCEWithLogitsLossOptions& o)
+      : BCEWithLogitsLossImpl(o.reduction(), o.weight(), o.pos_weight()) {}
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction);
   }
@@ -162,6 +170,7 @@ class KLDivLossImpl : public LossModule {
       : LossModule("KLDivLoss"), log_target(log_target) {
     reduction = r;
   }
+  explicit KLDivLossImpl(const KLDivLossOptions& o) : KLDivLossImpl(o.reduction(), o.log_target()) {}
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::kl_div(input, target, reduction, log_target);
   }

@@ -1,6 +1,10 @@
 #include "ember/nn/module.h"
 
+#include <cxxabi.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <typeinfo>
 #include <ostream>
 #include <sstream>
 #include <unordered_set>
@@ -14,8 +18,8 @@ namespace {
 
 void check_name(const std::string& name, const char* what) {
   EMBER_CHECK(!name.empty(), "[nn.Module] ", what, " name must not be empty");
-  EMBER_CHECK(name.find('.') == std::string::npos, "[nn.Module] ", what, " name '", name,
-              "' must not contain '.' (dots separate the levels of qualified names)");
+  EMBER_CHECK(name.find('.') == std::string::npos, "[nn.Module] ", what, " name must not contain a dot (got '", name,
+              "'); dots separate the levels of qualified names");
 }
 
 std::string join(const std::string& prefix, const std::string& name) {
@@ -30,11 +34,34 @@ std::string shape_str(IntArrayRef s) {
 
 }  // namespace
 
+Module::Module() = default;
 Module::Module(std::string name) : name_(std::move(name)) {}
+
+const std::string& Module::name() const {
+  if (name_.empty()) {
+    const char* mangled = typeid(*this).name();
+    int status = 0;
+    char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+    name_ = (status == 0 && demangled) ? demangled : mangled;
+    std::free(demangled);
+  }
+  return name_;
+}
+
+std::shared_ptr<Module> Module::shared_from_this_checked() const {
+  try {
+    return std::const_pointer_cast<Module>(shared_from_this());
+  } catch (const std::bad_weak_ptr&) {
+    EMBER_ERROR("[nn.Module] It looks like you attempted to retrieve your top-level module as a shared_ptr, but it "
+                "is not stored in a shared_ptr. Use std::make_shared<", this->name(), ">() instead of creating your module "
+                "on the stack, or alternatively do not try to access your top-level module at all by passing "
+                "/*include_self=*/false to modules() or named_modules()");
+  }
+}
 Module::~Module() = default;
 
 Tensor Module::forward(const Tensor&) {
-  EMBER_ERROR("[nn.Module] ", name_, " has no forward(Tensor); call the module with the arguments its forward takes");
+  EMBER_ERROR("[nn.Module] ", this->name(), " has no forward(Tensor); call the module with the arguments its forward takes");
 }
 
 Tensor Module::operator()(const Tensor& input) {
@@ -43,9 +70,11 @@ Tensor Module::operator()(const Tensor& input) {
 }
 
 Tensor& Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
-  check_name(name, "parameter");
+  check_name(name, "Parameter");
+  EMBER_CHECK(!params_.contains(name), "[nn.Module] Parameter '", name, "' already defined in ", this->name(),
+              "; assign to the registered tensor instead of registering it again");
   EMBER_CHECK(!buffers_.contains(name) && !children_.contains(name), "[nn.Module] attribute '", name,
-              "' is already registered as a buffer or submodule of ", name_);
+              "' is already registered as a buffer or submodule of ", this->name());
   if (tensor.defined()) {
     EMBER_CHECK(!tensor.requires_grad() || tensor.is_leaf(), "[nn.Module] parameter '", name,
                 "' must be a leaf tensor (it has a grad_fn); register a detach() of it, or compute it in forward");
@@ -55,9 +84,11 @@ Tensor& Module::register_parameter(const std::string& name, Tensor tensor, bool 
 }
 
 Tensor& Module::register_buffer(const std::string& name, Tensor tensor, bool persistent) {
-  check_name(name, "buffer");
+  check_name(name, "Buffer");
+  EMBER_CHECK(!buffers_.contains(name), "[nn.Module] Buffer '", name, "' already defined in ", this->name(),
+              "; assign to the registered tensor instead of registering it again");
   EMBER_CHECK(!params_.contains(name) && !children_.contains(name), "[nn.Module] attribute '", name,
-              "' is already registered as a parameter or submodule of ", name_);
+              "' is already registered as a parameter or submodule of ", this->name());
   auto it = std::find(non_persistent_.begin(), non_persistent_.end(), name);
   if (!persistent && it == non_persistent_.end()) non_persistent_.push_back(name);
   if (persistent && it != non_persistent_.end()) non_persistent_.erase(it);
@@ -65,17 +96,18 @@ Tensor& Module::register_buffer(const std::string& name, Tensor tensor, bool per
 }
 
 void Module::register_module_impl(const std::string& name, std::shared_ptr<Module> module) {
-  check_name(name, "submodule");
+  check_name(name, "Submodule");
   EMBER_CHECK(module != nullptr, "[nn.Module] register_module('", name, "') got an empty module");
   EMBER_CHECK(!params_.contains(name) && !buffers_.contains(name), "[nn.Module] attribute '", name,
-              "' is already registered as a parameter or buffer of ", name_);
-  EMBER_CHECK(!children_.contains(name), "[nn.Module] submodule '", name, "' is already registered in ", name_,
+              "' is already registered as a parameter or buffer of ", this->name());
+  EMBER_CHECK(!children_.contains(name), "[nn.Module] Submodule '", name, "' already defined in ", this->name(),
               "; use replace_module() to swap it");
   children_.insert(name, std::move(module));
 }
 
 void Module::replace_module(const std::string& name, std::shared_ptr<Module> module) {
-  EMBER_CHECK(children_.contains(name), "[nn.Module] replace_module: no submodule '", name, "' in ", name_);
+  EMBER_CHECK(children_.contains(name), "[nn.Module] replace_module: Submodule '", name, "' is not defined in ",
+              this->name());
   EMBER_CHECK(module != nullptr, "[nn.Module] replace_module('", name, "') got an empty module");
   children_[name] = std::move(module);
 }
@@ -133,7 +165,7 @@ OrderedDict<std::string, std::shared_ptr<Module>> Module::named_modules(const st
         for (const auto& child : m->children_) visit(child.value(), join(p, child.key()));
       };
   if (include_self) {
-    visit(shared_from_this(), prefix);
+    visit(shared_from_this_checked(), prefix);
   } else {
     seen.insert(this);
     for (const auto& child : children_) visit(child.value(), join(prefix, child.key()));
@@ -242,7 +274,7 @@ LoadStateDictResult Module::load_state_dict(const OrderedDict<std::string, Tenso
   }
   if (strict && !r.ok()) {
     std::ostringstream os;
-    os << "[load_state_dict] error(s) in loading the state_dict for " << name_ << ":";
+    os << "[load_state_dict] error(s) in loading the state_dict for " << this->name() << ":";
     auto list = [&](const char* what, const std::vector<std::string>& keys) {
       if (keys.empty()) return;
       os << "\n  " << what << ": ";
@@ -300,8 +332,8 @@ TensorList Module::run_with_hooks(const TensorList& inputs, const std::function<
 }
 
 std::shared_ptr<Module> Module::clone() const {
-  EMBER_ERROR("[nn.Module] clone() is not implemented for ", name_,
-              "; derive the module from nn::Cloneable<", name_, "Impl> and implement reset()");
+  EMBER_ERROR("[nn.Module] clone() has not been implemented for ", this->name(),
+              "; derive the module from nn::Cloneable<", this->name(), "Impl> and implement reset()");
 }
 
 void Module::clone_into(Module& copy) const {
@@ -336,8 +368,38 @@ void Module::clone_into(Module& copy) const {
   }
 }
 
-void Module::pretty_print(std::ostream& os, int indent) const {
-  os << name_ << "(";
+void Module::unregister_module(const std::string& name) {
+  EMBER_CHECK(children_.contains(name), "[nn.Module] No Module with name `", name, "` is registered in ", this->name());
+  OrderedDict<std::string, std::shared_ptr<Module>> kept;
+  for (const auto& item : children_) {
+    if (item.key() != name) kept.insert(item.key(), item.value());
+  }
+  children_ = std::move(kept);
+}
+
+namespace detail {
+bool print_builtin(std::ostream& os, const Module& m);  // nn/libtorch_print.cpp
+}  // namespace detail
+
+void Module::pretty_print(std::ostream& stream) const {
+  if (!detail::print_builtin(stream, *this)) stream << this->name();
+}
+
+void print_module_tree(std::ostream& os, const Module& m, int indent) {
+  m.pretty_print(os);
+  if (m.children_.empty()) return;
+  os << "(\n";
+  const std::string pad(static_cast<size_t>(indent + 2), ' ');
+  for (const auto& child : m.children_) {
+    os << pad << "(" << child.key() << "): ";
+    print_module_tree(os, *child.value(), indent + 2);
+    os << "\n";
+  }
+  os << std::string(static_cast<size_t>(indent), ' ') << ")";
+}
+
+void Module::print_python(std::ostream& os, int indent) const {
+  os << this->name() << "(";
   const std::string extra = extra_repr();
   if (children_.empty()) {
     os << extra << ")";
@@ -347,19 +409,19 @@ void Module::pretty_print(std::ostream& os, int indent) const {
   if (!extra.empty()) os << "\n" << pad << extra;
   for (const auto& child : children_) {
     os << "\n" << pad << "(" << child.key() << "): ";
-    child.value()->pretty_print(os, indent + 2);
+    child.value()->print_python(os, indent + 2);
   }
   os << "\n" << std::string(static_cast<size_t>(indent), ' ') << ")";
 }
 
 std::string Module::repr() const {
   std::ostringstream os;
-  pretty_print(os);
+  print_python(os, 0);
   return os.str();
 }
 
 std::ostream& operator<<(std::ostream& os, const Module& m) {
-  m.pretty_print(os);
+  print_module_tree(os, m, 0);
   return os;
 }
 

@@ -47,13 +47,16 @@ using ForwardHook =
 
 class Module : public std::enable_shared_from_this<Module> {
  public:
-  explicit Module(std::string name = "Module");
+  // A module named after its dynamic type (the demangled class name, as libtorch).
+  Module();
+  explicit Module(std::string name);
   virtual ~Module();
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
-  // The type name shown when printing ("Linear", "Sequential", ...).
-  const std::string& name() const { return name_; }
+  // The type name shown when printing ("Linear", "Sequential", ...); for a module built
+  // with the default constructor, its demangled class name.
+  const std::string& name() const;
 
   // ---- calling ----
   // The single-tensor forward most layers have; modules with other signatures define
@@ -124,9 +127,32 @@ class Module : public std::enable_shared_from_this<Module> {
   virtual std::shared_ptr<Module> clone() const;
   // One line describing this module's options, e.g. "in_features=784, out_features=10".
   virtual std::string extra_repr() const { return ""; }
-  // The tree as PyTorch prints it.
-  void pretty_print(std::ostream& os, int indent = 0) const;
+  // The tree as PyTorch (Python) prints it: "Linear(in_features=3, out_features=4, bias=True)".
   std::string repr() const;
+  // libtorch's printing: this module alone ("torch::nn::Linear(in_features=3, ...)"; by
+  // default its name()). operator<< prints the tree with it, as libtorch does.
+  virtual void pretty_print(std::ostream& stream) const;
+  // Removes a submodule (error if absent).
+  void unregister_module(const std::string& name);
+  bool is_serializable() const { return true; }
+
+  // This module as a T (an Impl type or a holder type such as nn::Linear), or nullptr.
+  template <typename T>
+  auto* as() noexcept {
+    if constexpr (requires { typename T::ContainedType; }) {
+      return dynamic_cast<typename T::ContainedType*>(this);
+    } else {
+      return dynamic_cast<T*>(this);
+    }
+  }
+  template <typename T>
+  const auto* as() const noexcept {
+    if constexpr (requires { typename T::ContainedType; }) {
+      return dynamic_cast<const typename T::ContainedType*>(this);
+    } else {
+      return dynamic_cast<const T*>(this);
+    }
+  }
 
   // Direct access (as libtorch: module.named_parameters(false) for own ones).
   bool has_parameter(const std::string& name) const { return params_.contains(name); }
@@ -144,10 +170,14 @@ class Module : public std::enable_shared_from_this<Module> {
 
  private:
   void register_module_impl(const std::string& name, std::shared_ptr<Module> module);
+  void print_python(std::ostream& os, int indent) const;
+  friend void print_module_tree(std::ostream& os, const Module& m, int indent);
+  // shared_from_this() with libtorch's explanation when the module is not owned by a shared_ptr.
+  std::shared_ptr<Module> shared_from_this_checked() const;
   void collect(const std::string& prefix, bool recurse, bool want_params, bool persistent_only,
                OrderedDict<std::string, Tensor>& out) const;
 
-  std::string name_;
+  mutable std::string name_;
   OrderedDict<std::string, Tensor> params_;
   OrderedDict<std::string, Tensor> buffers_;
   std::vector<std::string> non_persistent_;
@@ -166,6 +196,7 @@ class Module : public std::enable_shared_from_this<Module> {
   std::shared_ptr<int> alive_ = std::make_shared<int>(0);  // hook handles check it
 };
 
+// libtorch's format: the module's pretty_print, then its children indented, one a line.
 std::ostream& operator<<(std::ostream& os, const Module& m);
 
 // A module with a deep clone(): derive `struct LinearImpl : Cloneable<LinearImpl>` and
@@ -212,10 +243,20 @@ class ModuleHolder {
   auto operator()(Args&&... args) const {
     return (*get())(std::forward<Args>(args)...);
   }
+  // Indexing forwards to the module (Sequential, ModuleList, ModuleDict).
+  template <typename Arg>
+  decltype(auto) operator[](Arg&& arg) const {
+    return (*get())[std::forward<Arg>(arg)];
+  }
 
  private:
   std::shared_ptr<Impl> impl_;
 };
+
+template <typename Impl>
+std::ostream& operator<<(std::ostream& os, const ModuleHolder<Impl>& holder) {
+  return os << static_cast<const Module&>(*holder);
+}
 
 }  // namespace ember::nn
 

@@ -21,3 +21,5 @@
 // Convolution and pooling layers.
 #include "ember/nn/modules/conv.h"
 #include "ember/nn/modules/pooling.h"
+#include "ember/nn/functional_extra.h"
+#include "ember/nn/modules/extra.h"

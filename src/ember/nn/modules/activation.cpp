@@ -17,7 +17,20 @@ std::string num(double v) {
 }
 }  // namespace
 
-Tensor LeakyReLUImpl::forward(const Tensor& input) { return functional::leaky_relu(input, negative_slope); }
+Tensor LeakyReLUImpl::forward(const Tensor& input) {
+  Tensor out = functional::leaky_relu(input, negative_slope);
+  if (!inplace) return out;
+  Tensor t = input;
+  t.copy_(out);
+  return t;
+}
+
+Tensor ReLUImpl::forward(const Tensor& input) {
+  if (!options.inplace()) return input.relu();
+  Tensor t = input;
+  t.relu_();
+  return t;
+}
 std::string LeakyReLUImpl::extra_repr() const { return "negative_slope=" + num(negative_slope); }
 
 DropoutImpl::DropoutImpl(double p) : Module("Dropout"), p(p) {
@@ -27,7 +40,11 @@ Tensor DropoutImpl::forward(const Tensor& input) {
   if (is_training() && p > 0 && !GradMode::is_enabled() && guards::is_enabled(guards::Guard::EvalMode)) {
     guards::detail::eval_mode_warning("nn.Dropout");
   }
-  return functional::dropout(input, p, is_training());
+  Tensor out = functional::dropout(input, p, is_training());
+  if (!inplace || !is_training()) return out;
+  Tensor t = input;
+  t.copy_(out);
+  return t;
 }
 std::string DropoutImpl::extra_repr() const { return "p=" + num(p) + ", inplace=False"; }
 std::shared_ptr<Module> DropoutImpl::clone() const {

@@ -46,7 +46,7 @@ void SequentialImpl::replace_module(const std::string& name, std::shared_ptr<Mod
 }
 
 std::shared_ptr<Module> SequentialImpl::operator[](size_t i) const {
-  EMBER_CHECK(i < modules_.size(), "[nn.Sequential] index ", i, " is out of range for a Sequential of ",
+  EMBER_CHECK(i < modules_.size(), "[nn.Sequential] Index out of range: index ", i, " in a Sequential of ",
               modules_.size(), " modules");
   return modules_[i];
 }
@@ -70,7 +70,7 @@ void ModuleListImpl::replace_module(const std::string& name, std::shared_ptr<Mod
 }
 
 std::shared_ptr<Module> ModuleListImpl::operator[](size_t i) const {
-  EMBER_CHECK(i < modules_.size(), "[nn.ModuleList] index ", i, " is out of range for a ModuleList of ",
+  EMBER_CHECK(i < modules_.size(), "[nn.ModuleList] Index out of range: index ", i, " in a ModuleList of ",
               modules_.size(), " modules");
   return modules_[i];
 }

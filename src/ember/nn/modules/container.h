@@ -35,6 +35,12 @@ class SequentialImpl : public Module {
   size_t size() const { return modules_.size(); }
   bool is_empty() const { return modules_.empty(); }
   std::shared_ptr<Module> operator[](size_t i) const;
+  // libtorch's names for the same: ptr(i), and ptr<Impl>(i) as at<Impl>(i).
+  std::shared_ptr<Module> ptr(size_t i) const { return (*this)[i]; }
+  template <typename Impl>
+  std::shared_ptr<Impl> ptr(size_t i) const {
+    return at<Impl>(i);
+  }
   // The i-th child as its Impl type (error if it is another type).
   template <typename Impl>
   std::shared_ptr<Impl> at(size_t i) const {

@@ -1,5 +1,9 @@
 #include "ember/nn/modules/conv.h"
 
+#include <ostream>
+
+#include "ember/nn/functional_extra.h"
+
 #include <cmath>
 #include <sstream>
 
@@ -83,6 +87,43 @@ std::string conv_repr(const ConvOptions<D>& o, bool transposed) {
   return os.str();
 }
 
+// libtorch's format: sizes as [a, b] lists (a single value for 1-D), options only when set.
+void list_print(std::ostream& os, IntArrayRef v) {
+  if (v.size() == 1) {
+    os << v[0];
+    return;
+  }
+  os << "[";
+  for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
+  os << "]";
+}
+
+template <size_t D>
+void conv_print(std::ostream& os, const char* name, const ConvOptions<D>& o, bool transposed) {
+  os << "torch::nn::" << name << "(" << o.in_channels() << ", " << o.out_channels() << ", kernel_size=";
+  list_print(os, o.kernel_size());
+  os << ", stride=";
+  list_print(os, o.stride());
+  if (!o.padding_str().empty()) {
+    os << ", padding=k" << (o.padding_str() == "same" ? "Same" : "Valid");
+  } else if (!all_equal(o.padding(), 0)) {
+    os << ", padding=";
+    list_print(os, o.padding());
+  }
+  if (!all_equal(o.dilation(), 1)) {
+    os << ", dilation=";
+    list_print(os, o.dilation());
+  }
+  if (transposed && !all_equal(o.output_padding(), 0)) {
+    os << ", output_padding=";
+    list_print(os, o.output_padding());
+  }
+  if (o.groups() != 1) os << ", groups=" << o.groups();
+  if (!o.bias()) os << ", bias=false";
+  if (o.padding_mode() != "zeros") os << ", padding_mode=k" << (o.padding_mode() == "reflect" ? "Reflect" : o.padding_mode() == "replicate" ? "Replicate" : "Circular");
+  os << ")";
+}
+
 }  // namespace
 
 #define EMBER_CONV_MODULE_IMPL(Name, D, transposed)                                         \
@@ -95,12 +136,15 @@ std::string conv_repr(const ConvOptions<D>& o, bool transposed) {
     reset_parameters();                                                                   \
   }                                                                                       \
   void Name##Impl::reset_parameters() { init_parameters(weight, bias); }                  \
-  std::string Name##Impl::extra_repr() const { return conv_repr(options, transposed); }
+  std::string Name##Impl::extra_repr() const { return conv_repr(options, transposed); }  \
+  void Name##Impl::pretty_print(std::ostream& stream) const { conv_print(stream, #Name, options, transposed); }
 
 EMBER_CONV_MODULE_IMPL(Conv1d, 1, false)
 EMBER_CONV_MODULE_IMPL(Conv2d, 2, false)
 EMBER_CONV_MODULE_IMPL(ConvTranspose1d, 1, true)
 EMBER_CONV_MODULE_IMPL(ConvTranspose2d, 2, true)
+EMBER_CONV_MODULE_IMPL(Conv3d, 3, false)
+EMBER_CONV_MODULE_IMPL(ConvTranspose3d, 3, true)
 
 #undef EMBER_CONV_MODULE_IMPL
 
@@ -130,6 +174,23 @@ Tensor ConvTranspose2dImpl::forward(const Tensor& input) {
   const auto& o = options;
   return conv_transpose2d(input, weight, bias, o.stride(), o.padding(), o.output_padding(), o.groups(),
                           o.dilation());
+}
+
+Tensor Conv3dImpl::forward(const Tensor& input) {
+  const auto& o = options;
+  auto fo = functional::Conv3dFuncOptions().bias(bias).stride(IntArrayRef(o.stride())).dilation(IntArrayRef(o.dilation())).groups(o.groups());
+  if (!o.padding_str().empty()) {
+    fo.padding(o.padding_str());
+  } else {
+    fo.padding(ExpandingArray<3>(IntArrayRef(o.padding())));
+  }
+  return functional::conv3d(input, weight, fo);
+}
+
+Tensor ConvTranspose3dImpl::forward(const Tensor& input) {
+  const auto& o = options;
+  return functional::conv_transpose3d(input, weight, bias, o.stride(), o.padding(), o.output_padding(), o.groups(),
+                                      o.dilation());
 }
 
 }  // namespace ember::nn

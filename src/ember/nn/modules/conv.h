@@ -88,6 +88,8 @@ using Conv1dOptions = ConvOptions<1>;
 using Conv2dOptions = ConvOptions<2>;
 using ConvTranspose1dOptions = ConvOptions<1>;
 using ConvTranspose2dOptions = ConvOptions<2>;
+using Conv3dOptions = ConvOptions<3>;
+using ConvTranspose3dOptions = ConvOptions<3>;
 
 #define EMBER_CONV_MODULE(Name, D)                                                             \
   class Name##Impl : public Cloneable<Name##Impl> {                                           \
@@ -99,6 +101,7 @@ using ConvTranspose2dOptions = ConvOptions<2>;
     void reset_parameters();                                                                  \
     Tensor forward(const Tensor& input) override;                                             \
     std::string extra_repr() const override;                                                  \
+    void pretty_print(std::ostream& stream) const override;                                   \
     ConvOptions<D> options;                                                                   \
     Tensor weight, bias;                                                                      \
   };                                                                                          \
@@ -110,6 +113,9 @@ EMBER_CONV_MODULE(Conv2d, 2);
 // weight: [in, out / groups, k...], bias: [out]; options.output_padding applies.
 EMBER_CONV_MODULE(ConvTranspose1d, 1);
 EMBER_CONV_MODULE(ConvTranspose2d, 2);
+// 3-D: weight [out, in / groups, kD, kH, kW] (transposed: [in, out / groups, kD, kH, kW]).
+EMBER_CONV_MODULE(Conv3d, 3);
+EMBER_CONV_MODULE(ConvTranspose3d, 3);
 
 #undef EMBER_CONV_MODULE
 

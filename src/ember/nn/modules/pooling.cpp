@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "ember/nn/functional_extra.h"
 #include "ember/ops/pool.h"
 
 namespace ember::nn {
@@ -43,6 +44,10 @@ std::string MaxPool2dImpl::extra_repr() const {
      << ", padding=" << value_str(o.padding()) << ", dilation=" << value_str(o.dilation())
      << ", ceil_mode=" << py_bool(o.ceil_mode());
   return os.str();
+}
+
+std::tuple<Tensor, Tensor> MaxPool1dImpl::forward_with_indices(const Tensor& input) {
+  return functional::max_pool1d_with_indices(input, options);
 }
 
 Tensor MaxPool1dImpl::forward(const Tensor& input) {

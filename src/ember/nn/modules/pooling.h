@@ -109,6 +109,8 @@ class MaxPool1dImpl : public Cloneable<MaxPool1dImpl> {
   explicit MaxPool1dImpl(const MaxPool1dOptions& options) : Cloneable("MaxPool1d"), options(options) {}
   void reset() override {}
   Tensor forward(const Tensor& input) override;
+  // The maxima and their indices along the length.
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
   std::string extra_repr() const override;
   MaxPool1dOptions options;
 };

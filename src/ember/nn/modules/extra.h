@@ -1,0 +1,309 @@
+#pragma once
+// The layers added for libtorch parity: more activations, dropout variants, distances,
+// padding, 3-D / adaptive / LP pooling, unpooling, fold / unfold, pixel shuffle, upsampling,
+// local response and instance normalisation, embedding bags, nn::Functional, and the loss
+// modules of libtorch. Each takes its libtorch options struct (nn/functional_options.h) and
+// prints itself as libtorch does (`torch::nn::ELU(alpha=1)`); forward calls the functional
+// form in nn/functional_extra.h.
+
+#include <functional>
+#include <string>
+#include <tuple>
+
+#include "ember/nn/functional_extra.h"
+#include "ember/nn/module.h"
+
+namespace ember::nn {
+
+// A stateless layer with options: Name##Impl(options), forward(input), libtorch printing.
+#define EMBER_OPTIONS_LAYER(Name, Options)                                      \
+  class Name##Impl : public Cloneable<Name##Impl> {                            \
+   public:                                                                     \
+    explicit Name##Impl(const Options& options_ = {}) : Cloneable(#Name), options(options_) {} \
+    void reset() override {}                                                   \
+    Tensor forward(const Tensor& input) override;                              \
+    void pretty_print(std::ostream& stream) const override;                    \
+    Options options;                                                           \
+  };                                                                           \
+  EMBER_MODULE(Name)
+// The same for options without a default.
+#define EMBER_OPTIONS_LAYER_REQ(Name, Options)                                  \
+  class Name##Impl : public Cloneable<Name##Impl> {                            \
+   public:                                                                     \
+    explicit Name##Impl(const Options& options_) : Cloneable(#Name), options(options_) {} \
+    void reset() override {}                                                   \
+    Tensor forward(const Tensor& input) override;                              \
+    void pretty_print(std::ostream& stream) const override;                    \
+    Options options;                                                           \
+  };                                                                           \
+  EMBER_MODULE(Name)
+// A layer without options.
+#define EMBER_PLAIN_LAYER(Name)                                                 \
+  class Name##Impl : public Cloneable<Name##Impl> {                            \
+   public:                                                                     \
+    struct Options {};                                                         \
+    explicit Name##Impl(const Options& = {}) : Cloneable(#Name) {}             \
+    void reset() override {}                                                   \
+    Tensor forward(const Tensor& input) override;                              \
+    void pretty_print(std::ostream& stream) const override;                    \
+    Options options;                                                           \
+  };                                                                           \
+  EMBER_MODULE(Name)
+
+EMBER_OPTIONS_LAYER(ELU, ELUOptions);
+EMBER_OPTIONS_LAYER(SELU, SELUOptions);
+EMBER_OPTIONS_LAYER(CELU, CELUOptions);
+EMBER_OPTIONS_LAYER(GLU, GLUOptions);
+EMBER_OPTIONS_LAYER(Hardshrink, HardshrinkOptions);
+EMBER_OPTIONS_LAYER(Softshrink, SoftshrinkOptions);
+EMBER_OPTIONS_LAYER(Hardtanh, HardtanhOptions);
+EMBER_OPTIONS_LAYER(ReLU6, ReLU6Options);
+EMBER_OPTIONS_LAYER(RReLU, RReLUOptions);
+EMBER_OPTIONS_LAYER(Softplus, SoftplusOptions);
+EMBER_OPTIONS_LAYER_REQ(Threshold, ThresholdOptions);
+EMBER_OPTIONS_LAYER_REQ(Softmin, SoftminOptions);
+EMBER_PLAIN_LAYER(Softsign);
+EMBER_PLAIN_LAYER(Tanhshrink);
+EMBER_PLAIN_LAYER(LogSigmoid);
+EMBER_PLAIN_LAYER(Mish);
+EMBER_PLAIN_LAYER(Hardswish);
+EMBER_PLAIN_LAYER(Hardsigmoid);
+// Softmax over the channels (dim -3) of [C, H, W] / [N, C, H, W].
+EMBER_PLAIN_LAYER(Softmax2d);
+
+EMBER_OPTIONS_LAYER(Dropout2d, Dropout2dOptions);
+EMBER_OPTIONS_LAYER(Dropout3d, Dropout3dOptions);
+EMBER_OPTIONS_LAYER(AlphaDropout, AlphaDropoutOptions);
+EMBER_OPTIONS_LAYER(FeatureAlphaDropout, FeatureAlphaDropoutOptions);
+
+EMBER_OPTIONS_LAYER_REQ(ReflectionPad1d, ReflectionPad1dOptions);
+EMBER_OPTIONS_LAYER_REQ(ReflectionPad2d, ReflectionPad2dOptions);
+EMBER_OPTIONS_LAYER_REQ(ReflectionPad3d, ReflectionPad3dOptions);
+EMBER_OPTIONS_LAYER_REQ(ReplicationPad1d, ReplicationPad1dOptions);
+EMBER_OPTIONS_LAYER_REQ(ReplicationPad2d, ReplicationPad2dOptions);
+EMBER_OPTIONS_LAYER_REQ(ReplicationPad3d, ReplicationPad3dOptions);
+EMBER_OPTIONS_LAYER_REQ(ZeroPad2d, ZeroPad2dOptions);
+EMBER_OPTIONS_LAYER_REQ(ConstantPad1d, ConstantPad1dOptions);
+EMBER_OPTIONS_LAYER_REQ(ConstantPad2d, ConstantPad2dOptions);
+EMBER_OPTIONS_LAYER_REQ(ConstantPad3d, ConstantPad3dOptions);
+
+class MaxPool3dImpl : public Cloneable<MaxPool3dImpl> {
+ public:
+  explicit MaxPool3dImpl(const MaxPoolOptions& options_) : Cloneable("MaxPool3d"), options(options_) {}
+  void reset() override {}
+  Tensor forward(const Tensor& input) override;
+  // The maxima and their flat indices within each [D, H, W] volume.
+  std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);
+  void pretty_print(std::ostream& stream) const override;
+  MaxPoolOptions options;
+};
+EMBER_MODULE(MaxPool3d);
+EMBER_OPTIONS_LAYER_REQ(AvgPool3d, AvgPoolOptions);
+EMBER_OPTIONS_LAYER_REQ(AdaptiveAvgPool1d, AdaptiveAvgPool1dOptions);
+EMBER_OPTIONS_LAYER_REQ(AdaptiveAvgPool3d, AdaptiveAvgPool3dOptions);
+EMBER_OPTIONS_LAYER_REQ(LPPool1d, LPPool1dOptions);
+EMBER_OPTIONS_LAYER_REQ(LPPool2d, LPPool2dOptions);
+EMBER_OPTIONS_LAYER_REQ(Unfold, UnfoldOptions);
+EMBER_OPTIONS_LAYER_REQ(Fold, FoldOptions);
+EMBER_OPTIONS_LAYER_REQ(PixelShuffle, PixelShuffleOptions);
+EMBER_OPTIONS_LAYER_REQ(PixelUnshuffle, PixelUnshuffleOptions);
+EMBER_OPTIONS_LAYER(Upsample, UpsampleOptions);
+EMBER_OPTIONS_LAYER_REQ(LocalResponseNorm, LocalResponseNormOptions);
+EMBER_OPTIONS_LAYER_REQ(CrossMapLRN2d, CrossMapLRN2dOptions);
+
+#define EMBER_ADAPTIVE_MAX(Name)                                                               \
+  class Name##Impl : public Cloneable<Name##Impl> {                                           \
+   public:                                                                                    \
+    explicit Name##Impl(const AdaptivePoolOptions& options_) : Cloneable(#Name), options(options_) {} \
+    void reset() override {}                                                                  \
+    Tensor forward(const Tensor& input) override;                                             \
+    std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);                    \
+    void pretty_print(std::ostream& stream) const override;                                   \
+    AdaptivePoolOptions options;                                                              \
+  };                                                                                          \
+  EMBER_MODULE(Name)
+EMBER_ADAPTIVE_MAX(AdaptiveMaxPool1d);
+EMBER_ADAPTIVE_MAX(AdaptiveMaxPool2d);
+EMBER_ADAPTIVE_MAX(AdaptiveMaxPool3d);
+#undef EMBER_ADAPTIVE_MAX
+
+#define EMBER_FRACTIONAL(Name, D)                                                              \
+  class Name##Impl : public Cloneable<Name##Impl> {                                           \
+   public:                                                                                    \
+    explicit Name##Impl(const FractionalMaxPoolOptions<D>& options_) : Cloneable(#Name), options(options_) {} \
+    void reset() override {}                                                                  \
+    Tensor forward(const Tensor& input) override;                                             \
+    std::tuple<Tensor, Tensor> forward_with_indices(const Tensor& input);                    \
+    void pretty_print(std::ostream& stream) const override;                                   \
+    FractionalMaxPoolOptions<D> options;                                                      \
+  };                                                                                          \
+  EMBER_MODULE(Name)
+EMBER_FRACTIONAL(FractionalMaxPool2d, 2);
+EMBER_FRACTIONAL(FractionalMaxPool3d, 3);
+#undef EMBER_FRACTIONAL
+
+#define EMBER_MAX_UNPOOL(Name, D)                                                              \
+  class Name##Impl : public Cloneable<Name##Impl> {                                           \
+   public:                                                                                    \
+    explicit Name##Impl(const MaxUnpoolOptions<D>& options_) : Cloneable(#Name), options(options_) {} \
+    void reset() override {}                                                                  \
+    Tensor forward(const Tensor& input, const Tensor& indices,                                \
+                   const std::optional<std::vector<int64_t>>& output_size = std::nullopt);    \
+    Tensor operator()(const Tensor& input, const Tensor& indices,                             \
+                      const std::optional<std::vector<int64_t>>& output_size = std::nullopt) { \
+      return forward(input, indices, output_size);                                            \
+    }                                                                                         \
+    void pretty_print(std::ostream& stream) const override;                                   \
+    MaxUnpoolOptions<D> options;                                                              \
+  };                                                                                          \
+  EMBER_MODULE(Name)
+EMBER_MAX_UNPOOL(MaxUnpool1d, 1);
+EMBER_MAX_UNPOOL(MaxUnpool2d, 2);
+EMBER_MAX_UNPOOL(MaxUnpool3d, 3);
+#undef EMBER_MAX_UNPOOL
+
+
+// PReLU: a learnt negative slope, one or num_parameters (one per channel), init 0.25.
+class PReLUImpl : public Cloneable<PReLUImpl> {
+ public:
+  explicit PReLUImpl(const PReLUOptions& options_ = {});
+  void reset() override;
+  Tensor forward(const Tensor& input) override;
+  void pretty_print(std::ostream& stream) const override;
+  PReLUOptions options;
+  Tensor weight;
+};
+EMBER_MODULE(PReLU);
+
+// Instance normalisation over the spatial dims of [N, C, *] (running statistics and the
+// affine parameters optional, as libtorch's defaults: affine=false, track_running_stats=false).
+template <size_t D>
+class InstanceNormImpl : public Cloneable<InstanceNormImpl<D>> {
+ public:
+  explicit InstanceNormImpl(const InstanceNormOptions& options_);
+  InstanceNormImpl(int64_t num_features) : InstanceNormImpl(InstanceNormOptions(num_features)) {}  // NOLINT
+  void reset() override;
+  void reset_running_stats();
+  void reset_parameters();
+  Tensor forward(const Tensor& input) override;
+  void pretty_print(std::ostream& stream) const override;
+  InstanceNormOptions options;
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+};
+using InstanceNorm1dImpl = InstanceNormImpl<1>;
+using InstanceNorm2dImpl = InstanceNormImpl<2>;
+using InstanceNorm3dImpl = InstanceNormImpl<3>;
+EMBER_MODULE(InstanceNorm1d);
+EMBER_MODULE(InstanceNorm2d);
+EMBER_MODULE(InstanceNorm3d);
+
+class CosineSimilarityImpl : public Cloneable<CosineSimilarityImpl> {
+ public:
+  explicit CosineSimilarityImpl(const CosineSimilarityOptions& options_ = {})
+      : Cloneable("CosineSimilarity"), options(options_) {}
+  void reset() override {}
+  Tensor forward(const Tensor& x1, const Tensor& x2);
+  Tensor operator()(const Tensor& x1, const Tensor& x2) { return forward(x1, x2); }
+  void pretty_print(std::ostream& stream) const override;
+  CosineSimilarityOptions options;
+};
+EMBER_MODULE(CosineSimilarity);
+
+class PairwiseDistanceImpl : public Cloneable<PairwiseDistanceImpl> {
+ public:
+  explicit PairwiseDistanceImpl(const PairwiseDistanceOptions& options_ = {})
+      : Cloneable("PairwiseDistance"), options(options_) {}
+  void reset() override {}
+  Tensor forward(const Tensor& x1, const Tensor& x2);
+  Tensor operator()(const Tensor& x1, const Tensor& x2) { return forward(x1, x2); }
+  void pretty_print(std::ostream& stream) const override;
+  PairwiseDistanceOptions options;
+};
+EMBER_MODULE(PairwiseDistance);
+
+// A function of one tensor as a module (libtorch's nn::Functional): Functional(torch::relu),
+// Functional(F::elu, F::ELUFuncOptions()) binds the trailing arguments.
+class FunctionalImpl : public Module {
+ public:
+  using Function = std::function<Tensor(Tensor)>;
+  explicit FunctionalImpl(Function function);
+  template <typename SomeFunction, typename... Args,
+            typename = std::enable_if_t<(sizeof...(Args) > 0)>>
+  explicit FunctionalImpl(SomeFunction original_function, Args&&... args)
+      : FunctionalImpl(Function([f = std::move(original_function),
+                                 bound = std::make_tuple(std::forward<Args>(args)...)](Tensor input) {
+          return std::apply([&](const auto&... a) { return Tensor(f(input, a...)); }, bound);
+        })) {}
+  Tensor forward(const Tensor& input) override { return function_(input); }
+  void pretty_print(std::ostream& stream) const override;
+  std::shared_ptr<Module> clone() const override { return std::make_shared<FunctionalImpl>(function_); }
+
+ private:
+  Function function_;
+};
+EMBER_MODULE(Functional);
+
+// Embedding bags: sums, means or maxima of embedding rows per bag.
+class EmbeddingBagImpl : public Cloneable<EmbeddingBagImpl> {
+ public:
+  EmbeddingBagImpl(int64_t num_embeddings, int64_t embedding_dim)
+      : EmbeddingBagImpl(EmbeddingBagOptions(num_embeddings, embedding_dim)) {}
+  explicit EmbeddingBagImpl(const EmbeddingBagOptions& options_);
+  void reset() override;
+  void reset_parameters();
+  Tensor forward(const Tensor& input, const Tensor& offsets = {}, const Tensor& per_sample_weights = {});
+  Tensor operator()(const Tensor& input, const Tensor& offsets = {}, const Tensor& per_sample_weights = {}) {
+    return forward(input, offsets, per_sample_weights);
+  }
+  void pretty_print(std::ostream& stream) const override;
+  EmbeddingBagOptions options;
+  Tensor weight;
+};
+class EmbeddingBag : public ModuleHolder<EmbeddingBagImpl> {
+ public:
+  using ModuleHolder<EmbeddingBagImpl>::ModuleHolder;
+  // A bag layer around given weights (frozen unless freeze = false).
+  static EmbeddingBag from_pretrained(const Tensor& embeddings, bool freeze = true);
+};
+
+// ---- losses with two or three inputs, libtorch options ----
+#define EMBER_LOSS2(Name, Options)                                                       \
+  class Name##Impl : public Cloneable<Name##Impl> {                                     \
+   public:                                                                              \
+    explicit Name##Impl(const Options& options_ = {}) : Cloneable(#Name), options(options_) {} \
+    void reset() override {}                                                            \
+    Tensor forward(const Tensor& input, const Tensor& target);                          \
+    Tensor operator()(const Tensor& input, const Tensor& target) { return forward(input, target); } \
+    void pretty_print(std::ostream& stream) const override;                             \
+    Options options;                                                                    \
+  };                                                                                    \
+  EMBER_MODULE(Name)
+#define EMBER_LOSS3(Name, Options)                                                       \
+  class Name##Impl : public Cloneable<Name##Impl> {                                     \
+   public:                                                                              \
+    explicit Name##Impl(const Options& options_ = {}) : Cloneable(#Name), options(options_) {} \
+    void reset() override {}                                                            \
+    Tensor forward(const Tensor& a, const Tensor& b, const Tensor& c);                  \
+    Tensor operator()(const Tensor& a, const Tensor& b, const Tensor& c) { return forward(a, b, c); } \
+    void pretty_print(std::ostream& stream) const override;                             \
+    Options options;                                                                    \
+  };                                                                                    \
+  EMBER_MODULE(Name)
+EMBER_LOSS2(HingeEmbeddingLoss, HingeEmbeddingLossOptions);
+EMBER_LOSS2(MultiMarginLoss, MultiMarginLossOptions);
+EMBER_LOSS2(MultiLabelMarginLoss, MultiLabelMarginLossOptions);
+EMBER_LOSS2(SoftMarginLoss, SoftMarginLossOptions);
+EMBER_LOSS2(MultiLabelSoftMarginLoss, MultiLabelSoftMarginLossOptions);
+EMBER_LOSS2(PoissonNLLLoss, PoissonNLLLossOptions);
+EMBER_LOSS3(CosineEmbeddingLoss, CosineEmbeddingLossOptions);
+EMBER_LOSS3(TripletMarginLoss, TripletMarginLossOptions);
+EMBER_LOSS3(TripletMarginWithDistanceLoss, TripletMarginWithDistanceLossOptions);
+EMBER_LOSS3(MarginRankingLoss, MarginRankingLossOptions);
+#undef EMBER_LOSS2
+#undef EMBER_LOSS3
+
+#undef EMBER_OPTIONS_LAYER
+#undef EMBER_OPTIONS_LAYER_REQ
+#undef EMBER_PLAIN_LAYER
+
+}  // namespace ember::nn

@@ -1,0 +1,271 @@
+// The libtorch-parity layers (nn/functional_extra.h) against libtorch 1.13: forward and
+// backward of every functional form on the same inputs, some of them non-contiguous.
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <ember/ember.h>
+
+#include <string>
+#include <vector>
+
+#include "parity/grad_parity.h"
+
+// Named per file: the parity files are compiled in unity batches (Note [Build time]).
+namespace nn_extra_parity {
+
+using ET = ember::Tensor;
+using TT = torch::Tensor;
+using EV = std::vector<ET>;
+using TV = std::vector<TT>;
+namespace EF = ember::nn::functional;
+namespace TF = torch::nn::functional;
+
+ET R(std::vector<int64_t> s) { return ember::randn(s, ember::TensorOptions(ember::kFloat64)); }
+// A non-contiguous tensor of sizes s (the transpose of a contiguous one).
+ET RT(std::vector<int64_t> s) {
+  std::swap(s[s.size() - 1], s[s.size() - 2]);
+  return R(s).transpose(-1, -2);
+}
+
+struct Case {
+  std::string name;
+  parity::EmberFn e;
+  parity::TorchFn t;
+  EV inputs;
+};
+
+void run(const std::vector<Case>& cases) {
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    parity::check_grad_parity(c.name, c.e, c.t, c.inputs, 1e-6, 1e-8);
+  }
+}
+
+TEST(NNExtraParity, Activations) {
+  ET x = RT({3, 4, 5});
+  run({
+      {"elu", [](const EV& v) { return EF::elu(v[0], EF::ELUFuncOptions().alpha(0.7)); },
+       [](const TV& v) { return TF::elu(v[0], TF::ELUFuncOptions().alpha(0.7)); }, {x}},
+      {"selu", [](const EV& v) { return EF::selu(v[0]); }, [](const TV& v) { return TF::selu(v[0]); }, {x}},
+      {"celu", [](const EV& v) { return EF::celu(v[0], EF::CELUFuncOptions().alpha(1.5)); },
+       [](const TV& v) { return TF::celu(v[0], TF::CELUFuncOptions().alpha(1.5)); }, {x}},
+      {"glu", [](const EV& v) { return EF::glu(v[0], EF::GLUFuncOptions(1)); },
+       [](const TV& v) { return TF::glu(v[0], TF::GLUFuncOptions(1)); }, {x}},
+      {"hardshrink", [](const EV& v) { return EF::hardshrink(v[0], EF::HardshrinkFuncOptions(0.3)); },
+       [](const TV& v) { return TF::hardshrink(v[0], TF::HardshrinkFuncOptions().lambda(0.3)); }, {x}},
+      {"softshrink", [](const EV& v) { return EF::softshrink(v[0], EF::SoftshrinkFuncOptions(0.3)); },
+       [](const TV& v) { return TF::softshrink(v[0], TF::SoftshrinkFuncOptions(0.3)); }, {x}},
+      {"hardtanh", [](const EV& v) { return EF::hardtanh(v[0], EF::HardtanhFuncOptions().min_val(-0.5).max_val(0.8)); },
+       [](const TV& v) { return TF::hardtanh(v[0], TF::HardtanhFuncOptions().min_val(-0.5).max_val(0.8)); }, {x}},
+      {"relu6", [](const EV& v) { return EF::relu6(v[0] * 4); }, [](const TV& v) { return TF::relu6(v[0] * 4); }, {x}},
+      {"softplus", [](const EV& v) { return EF::softplus(v[0], EF::SoftplusFuncOptions().beta(2).threshold(1)); },
+       [](const TV& v) { return TF::softplus(v[0], TF::SoftplusFuncOptions().beta(2).threshold(1)); }, {x}},
+      {"threshold", [](const EV& v) { return EF::threshold(v[0], EF::ThresholdFuncOptions(0.1, -2)); },
+       [](const TV& v) { return TF::threshold(v[0], TF::ThresholdFuncOptions(0.1, -2)); }, {x}},
+      {"softsign", [](const EV& v) { return EF::softsign(v[0]); }, [](const TV& v) { return TF::softsign(v[0]); }, {x}},
+      {"tanhshrink", [](const EV& v) { return EF::tanhshrink(v[0]); },
+       [](const TV& v) { return TF::tanhshrink(v[0]); }, {x}},
+      {"logsigmoid", [](const EV& v) { return EF::logsigmoid(v[0]); },
+       [](const TV& v) { return TF::logsigmoid(v[0]); }, {x}},
+      {"mish", [](const EV& v) { return EF::mish(v[0]); }, [](const TV& v) { return TF::mish(v[0]); }, {x}},
+      {"hardswish", [](const EV& v) { return EF::hardswish(v[0] * 4); },
+       [](const TV& v) { return TF::hardswish(v[0] * 4); }, {x}},
+      {"hardsigmoid", [](const EV& v) { return EF::hardsigmoid(v[0] * 4); },
+       [](const TV& v) { return TF::hardsigmoid(v[0] * 4); }, {x}},
+      {"softmin", [](const EV& v) { return EF::softmin(v[0], EF::SoftminFuncOptions(1)); },
+       [](const TV& v) { return TF::softmin(v[0], TF::SoftminFuncOptions(1)); }, {x}},
+      {"prelu", [](const EV& v) { return EF::prelu(v[0], v[1]); }, [](const TV& v) { return TF::prelu(v[0], v[1]); },
+       {x, R({4})}},
+  });
+}
+
+TEST(NNExtraParity, ConvAndPool3d) {
+  run({
+      {"conv3d", [](const EV& v) {
+         return EF::conv3d(v[0], v[1], EF::Conv3dFuncOptions().bias(v[2]).stride({1, 2, 1}).padding({1, 0, 1}).dilation({2, 1, 1}));
+       },
+       [](const TV& v) {
+         return TF::conv3d(v[0], v[1], TF::Conv3dFuncOptions().bias(v[2]).stride({1, 2, 1}).padding({1, 0, 1}).dilation({2, 1, 1}));
+       },
+       {R({2, 4, 6, 5, 5}), R({6, 2, 2, 3, 2}), R({6})}},
+      {"conv3d groups", [](const EV& v) { return EF::conv3d(v[0], v[1], EF::Conv3dFuncOptions().groups(2)); },
+       [](const TV& v) { return TF::conv3d(v[0], v[1], TF::Conv3dFuncOptions().groups(2)); },
+       {R({1, 4, 4, 4, 4}), R({6, 2, 2, 2, 2})}},
+      {"conv_transpose3d", [](const EV& v) {
+         return EF::conv_transpose3d(v[0], v[1], EF::ConvTranspose3dFuncOptions().bias(v[2]).stride({2, 1, 2}).padding(1).output_padding({1, 0, 1}));
+       },
+       [](const TV& v) {
+         return TF::conv_transpose3d(v[0], v[1], TF::ConvTranspose3dFuncOptions().bias(v[2]).stride({2, 1, 2}).padding(1).output_padding({1, 0, 1}));
+       },
+       {R({2, 3, 3, 4, 3}), R({3, 2, 3, 3, 3}), R({2})}},
+      {"max_pool3d", [](const EV& v) { return EF::max_pool3d(v[0], EF::MaxPool3dFuncOptions(3).stride(2).padding(1)); },
+       [](const TV& v) { return TF::max_pool3d(v[0], TF::MaxPool3dFuncOptions(3).stride(2).padding(1)); },
+       {R({2, 3, 5, 6, 7})}},
+      {"max_pool3d ceil dilation", [](const EV& v) {
+         return EF::max_pool3d(v[0], EF::MaxPool3dFuncOptions(2).stride(2).dilation(2).ceil_mode(true));
+       },
+       [](const TV& v) { return TF::max_pool3d(v[0], TF::MaxPool3dFuncOptions(2).stride(2).dilation(2).ceil_mode(true)); },
+       {R({1, 2, 6, 7, 8})}},
+      {"avg_pool3d", [](const EV& v) { return EF::avg_pool3d(v[0], EF::AvgPool3dFuncOptions(3).stride(2).padding(1)); },
+       [](const TV& v) { return TF::avg_pool3d(v[0], TF::AvgPool3dFuncOptions(3).stride(2).padding(1)); },
+       {R({2, 3, 5, 6, 7})}},
+      {"avg_pool3d ceil no-pad-count", [](const EV& v) {
+         return EF::avg_pool3d(v[0], EF::AvgPool3dFuncOptions(3).stride(2).padding(1).ceil_mode(true).count_include_pad(false));
+       },
+       [](const TV& v) {
+         return TF::avg_pool3d(v[0], TF::AvgPool3dFuncOptions(3).stride(2).padding(1).ceil_mode(true).count_include_pad(false));
+       },
+       {R({1, 2, 6, 6, 6})}},
+      {"adaptive_avg_pool1d", [](const EV& v) { return EF::adaptive_avg_pool1d(v[0], EF::AdaptiveAvgPool1dFuncOptions(3)); },
+       [](const TV& v) { return TF::adaptive_avg_pool1d(v[0], TF::AdaptiveAvgPool1dFuncOptions(3)); }, {RT({2, 3, 7})}},
+      {"adaptive_avg_pool3d", [](const EV& v) { return EF::adaptive_avg_pool3d(v[0], EF::AdaptiveAvgPool3dFuncOptions({2, 3, 4})); },
+       [](const TV& v) { return TF::adaptive_avg_pool3d(v[0], TF::AdaptiveAvgPool3dFuncOptions({2, 3, 4})); },
+       {R({2, 3, 5, 7, 9})}},
+      {"adaptive_max_pool2d", [](const EV& v) { return EF::adaptive_max_pool2d(v[0], EF::AdaptiveMaxPool2dFuncOptions({3, 2})); },
+       [](const TV& v) { return TF::adaptive_max_pool2d(v[0], TF::AdaptiveMaxPool2dFuncOptions({3, 2})); },
+       {RT({2, 3, 7, 5})}},
+      {"lp_pool2d", [](const EV& v) { return EF::lp_pool2d(v[0], EF::LPPool2dFuncOptions(2, 2).stride(1)); },
+       [](const TV& v) { return TF::lp_pool2d(v[0], TF::LPPool2dFuncOptions(2, 2).stride(1)); }, {R({2, 3, 5, 4})}},
+      {"lp_pool1d", [](const EV& v) { return EF::lp_pool1d(v[0], EF::LPPool1dFuncOptions(3, 2)); },
+       [](const TV& v) { return TF::lp_pool1d(v[0], TF::LPPool1dFuncOptions(3, 2)); }, {R({2, 3, 6}).abs() + 0.1}},
+  });
+}
+
+TEST(NNExtraParity, ShapesAndPadding) {
+  run({
+      {"pad circular", [](const EV& v) { return EF::pad(v[0], EF::PadFuncOptions({1, 2, 2, 1}).mode(ember::kCircular)); },
+       [](const TV& v) { return TF::pad(v[0], TF::PadFuncOptions({1, 2, 2, 1}).mode(torch::kCircular)); },
+       {RT({2, 3, 4, 5})}},
+      {"pad reflect", [](const EV& v) { return EF::pad(v[0], EF::PadFuncOptions({1, 2}).mode(ember::kReflect)); },
+       [](const TV& v) { return TF::pad(v[0], TF::PadFuncOptions({1, 2}).mode(torch::kReflect)); }, {R({2, 3, 5})}},
+      {"unfold", [](const EV& v) { return EF::unfold(v[0], EF::UnfoldFuncOptions({2, 3}).padding(1).stride(2).dilation({1, 2})); },
+       [](const TV& v) { return TF::unfold(v[0], TF::UnfoldFuncOptions({2, 3}).padding(1).stride(2).dilation({1, 2})); },
+       {RT({2, 3, 6, 7})}},
+      {"fold", [](const EV& v) { return EF::fold(v[0], EF::FoldFuncOptions({5, 6}, {2, 2}).padding(1).stride({2, 1})); },
+       [](const TV& v) { return TF::fold(v[0], TF::FoldFuncOptions({5, 6}, {2, 2}).padding(1).stride({2, 1})); },
+       {R({2, 12, 21})}},
+      {"pixel_shuffle", [](const EV& v) { return EF::pixel_shuffle(v[0], 2); },
+       [](const TV& v) { return TF::pixel_shuffle(v[0], 2); }, {R({2, 8, 3, 4})}},
+      {"pixel_unshuffle", [](const EV& v) { return EF::pixel_unshuffle(v[0], 2); },
+       [](const TV& v) { return TF::pixel_unshuffle(v[0], 2); }, {R({2, 3, 4, 6})}},
+      {"interpolate bilinear", [](const EV& v) {
+         return EF::interpolate(v[0], EF::InterpolateFuncOptions().size(std::vector<int64_t>{5, 7}).mode(ember::kBilinear).align_corners(false));
+       },
+       [](const TV& v) {
+         return TF::interpolate(v[0], TF::InterpolateFuncOptions().size(std::vector<int64_t>{5, 7}).mode(torch::kBilinear).align_corners(false));
+       },
+       {RT({2, 3, 4, 3})}},
+      {"interpolate trilinear align", [](const EV& v) {
+         return EF::interpolate(v[0], EF::InterpolateFuncOptions().scale_factor(std::vector<double>{2, 1.5, 0.5}).mode(ember::kTrilinear).align_corners(true));
+       },
+       [](const TV& v) {
+         return TF::interpolate(v[0], TF::InterpolateFuncOptions().scale_factor(std::vector<double>{2, 1.5, 0.5}).mode(torch::kTrilinear).align_corners(true));
+       },
+       {R({1, 2, 3, 4, 6})}},
+      {"interpolate nearest", [](const EV& v) {
+         return EF::interpolate(v[0], EF::InterpolateFuncOptions().scale_factor(std::vector<double>{1.7}));
+       },
+       [](const TV& v) {
+         return TF::interpolate(v[0], TF::InterpolateFuncOptions().scale_factor(std::vector<double>{1.7}).mode(torch::kNearest));
+       },
+       {R({2, 3, 5})}},
+      {"affine_grid", [](const EV& v) { return EF::affine_grid(v[0], {2, 3, 4, 5}); },
+       [](const TV& v) { return TF::affine_grid(v[0], {2, 3, 4, 5}); }, {R({2, 2, 3})}},
+  });
+}
+
+TEST(NNExtraParity, NormsAndDistances) {
+  run({
+      {"instance_norm", [](const EV& v) {
+         return EF::instance_norm(v[0], EF::InstanceNormFuncOptions().weight(v[1]).bias(v[2]).eps(1e-3));
+       },
+       [](const TV& v) { return TF::instance_norm(v[0], TF::InstanceNormFuncOptions().weight(v[1]).bias(v[2]).eps(1e-3)); },
+       {R({2, 3, 4, 5}), R({3}), R({3})}},
+      {"local_response_norm", [](const EV& v) { return EF::local_response_norm(v[0], EF::LocalResponseNormFuncOptions(3)); },
+       [](const TV& v) { return TF::local_response_norm(v[0], TF::LocalResponseNormFuncOptions(3)); },
+       {R({2, 5, 4, 3})}},
+      {"normalize", [](const EV& v) { return EF::normalize(v[0], EF::NormalizeFuncOptions().p(1).dim(-1)); },
+       [](const TV& v) { return TF::normalize(v[0], TF::NormalizeFuncOptions().p(1).dim(-1)); }, {RT({3, 4})}},
+      {"cosine_similarity", [](const EV& v) { return EF::cosine_similarity(v[0], v[1], EF::CosineSimilarityFuncOptions().dim(1)); },
+       [](const TV& v) { return TF::cosine_similarity(v[0], v[1], TF::CosineSimilarityFuncOptions().dim(1)); },
+       {R({4, 5}), RT({4, 5})}},
+      {"pairwise_distance", [](const EV& v) { return EF::pairwise_distance(v[0], v[1], EF::PairwiseDistanceFuncOptions().p(3)); },
+       [](const TV& v) { return TF::pairwise_distance(v[0], v[1], TF::PairwiseDistanceFuncOptions().p(3)); },
+       {R({4, 5}), R({4, 5})}},
+      {"pdist", [](const EV& v) { return EF::pdist(v[0], 2); }, [](const TV& v) { return TF::pdist(v[0], 2); },
+       {R({5, 3})}},
+  });
+}
+
+TEST(NNExtraParity, Losses) {
+  ET x = R({4, 5}), y = R({4, 5});
+  ET sign = ember::tensor({1.0, -1.0, 1.0, -1.0}, ember::TensorOptions(ember::kFloat64));
+  ET cls = ember::tensor(std::vector<int64_t>{1, 0, 4, 2});
+  ET ml = ember::tensor(std::vector<int64_t>{3, 0, -1, 1, 2, 1, 4, -1, 0, 0, 2, -1, 0, 0, 0, 4, 1, 2, 3, 0}).view({4, 5});
+  ET bin = (R({4, 5}).gt(0)).to(ember::kFloat64);
+  run({
+      {"hinge_embedding", [](const EV& v) { return EF::hinge_embedding_loss(v[0], v[1], EF::HingeEmbeddingLossFuncOptions().margin(0.5)); },
+       [](const TV& v) { return TF::hinge_embedding_loss(v[0], v[1], TF::HingeEmbeddingLossFuncOptions().margin(0.5)); },
+       {R({4}), sign}},
+      {"multi_margin", [](const EV& v) { return EF::multi_margin_loss(v[0], v[1], EF::MultiMarginLossFuncOptions().p(2).margin(0.7).weight(v[2])); },
+       [](const TV& v) { return TF::multi_margin_loss(v[0], v[1], TF::MultiMarginLossFuncOptions().p(2).margin(0.7).weight(v[2])); },
+       {x, cls, R({5}).abs()}},
+      {"cosine_embedding", [](const EV& v) {
+         return EF::cosine_embedding_loss(v[0], v[1], v[2], EF::CosineEmbeddingLossFuncOptions().margin(0.2));
+       },
+       [](const TV& v) { return TF::cosine_embedding_loss(v[0], v[1], v[2], TF::CosineEmbeddingLossFuncOptions().margin(0.2)); },
+       {x, y, sign}},
+      {"multilabel_margin", [](const EV& v) { return EF::multilabel_margin_loss(v[0], v[1]); },
+       [](const TV& v) { return TF::multilabel_margin_loss(v[0], v[1]); }, {x, ml}},
+      {"soft_margin", [](const EV& v) { return EF::soft_margin_loss(v[0], v[1], EF::SoftMarginLossFuncOptions(ember::kSum)); },
+       [](const TV& v) { return TF::soft_margin_loss(v[0], v[1], TF::SoftMarginLossFuncOptions(torch::kSum)); },
+       {R({4}), sign}},
+      {"multilabel_soft_margin", [](const EV& v) {
+         return EF::multilabel_soft_margin_loss(v[0], v[1], EF::MultilabelSoftMarginLossFuncOptions().weight(v[2]).reduction(ember::kNone));
+       },
+       [](const TV& v) {
+         return TF::multilabel_soft_margin_loss(v[0], v[1], TF::MultilabelSoftMarginLossFuncOptions().weight(v[2]).reduction(torch::kNone));
+       },
+       {x, bin, R({5}).abs()}},
+      {"triplet_margin swap", [](const EV& v) { return EF::triplet_margin_loss(v[0], v[1], v[2], EF::TripletMarginLossFuncOptions().swap(true).p(1)); },
+       [](const TV& v) { return TF::triplet_margin_loss(v[0], v[1], v[2], TF::TripletMarginLossFuncOptions().swap(true).p(1)); },
+       {x, y, R({4, 5})}},
+      {"triplet_margin_with_distance", [](const EV& v) { return EF::triplet_margin_with_distance_loss(v[0], v[1], v[2]); },
+       [](const TV& v) { return TF::triplet_margin_with_distance_loss(v[0], v[1], v[2]); }, {x, y, R({4, 5})}},
+      {"poisson_nll full", [](const EV& v) {
+         return EF::poisson_nll_loss(v[0], v[1], EF::PoissonNLLLossFuncOptions().full(true));
+       },
+       [](const TV& v) { return TF::poisson_nll_loss(v[0], v[1], TF::PoissonNLLLossFuncOptions().full(true)); },
+       {x, y.abs() * 3}},
+      {"poisson_nll no log", [](const EV& v) {
+         return EF::poisson_nll_loss(v[0], v[1], EF::PoissonNLLLossFuncOptions().log_input(false));
+       },
+       [](const TV& v) { return TF::poisson_nll_loss(v[0], v[1], TF::PoissonNLLLossFuncOptions().log_input(false)); },
+       {x.abs() + 0.1, y.abs()}},
+      {"margin_ranking", [](const EV& v) { return EF::margin_ranking_loss(v[0], v[1], v[2], EF::MarginRankingLossFuncOptions().margin(0.3)); },
+       [](const TV& v) { return TF::margin_ranking_loss(v[0], v[1], v[2], TF::MarginRankingLossFuncOptions().margin(0.3)); },
+       {R({4}), R({4}), sign}},
+  });
+}
+
+TEST(NNExtraParity, EmbeddingBag) {
+  ET idx = ember::tensor(std::vector<int64_t>{1, 2, 4, 5, 4, 3, 2, 9});
+  ET off = ember::tensor(std::vector<int64_t>{0, 3, 3, 6});
+  for (std::string mode : {"sum", "mean", "max"}) {
+    parity::check_grad_parity(
+        "embedding_bag " + mode,
+        [&](const EV& v) { return EF::embedding_bag(v[1], v[0], EF::EmbeddingBagFuncOptions().offsets(v[2]).mode(mode)); },
+        [&](const TV& v) {
+          TF::EmbeddingBagFuncOptions o;
+          o.offsets(v[2]);
+          if (mode == "sum") o.mode(torch::kSum);
+          if (mode == "mean") o.mode(torch::kMean);
+          if (mode == "max") o.mode(torch::kMax);
+          return TF::embedding_bag(v[1], v[0], o);
+        },
+        {R({10, 3}), idx, off});
+  }
+}
+
+}  // namespace nn_extra_parity
