@@ -16,6 +16,8 @@
 #   make bench-quant  dynamic int8 against float32 in ember and PyTorch (quantize_dynamic), MLP at
 #                   batch 1 and 64 (BENCH_FLAGS="--only cnn --rounds 7", see bench/quant.py)
 #   make bench-profiler  profiler overhead on the training step: ember::profiler against torch.profiler
+#   make bench-amp  mixed precision: the training step in fp32 and with bf16 autocast, and a bf16
+#                   against fp32 GEMM (GFLOP/s), ember and PyTorch; says which ISA path ran
 #   make bench-python  Python overhead: tiny ops, an MLP step and a Python training epoch, ember vs torch
 #   make bench-guards  cost of the training guards (docs/guards.md) on the main job's step: all on vs off
 #   make bench-lm   the char_lm transformer in ember and in PyTorch: training step and generation
@@ -36,7 +38,7 @@ CTEST_FLAGS ?= --output-on-failure --timeout 900
 
 CONFIGURE = cmake -S . -DCMAKE_BUILD_TYPE=Release -DEMBER_NATIVE=$(NATIVE) -DEMBER_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
-.PHONY: all setup build test demo demo-lm bench bench-train bench-infer bench-serve bench-quant bench-profiler \
+.PHONY: all setup build test demo demo-lm bench bench-train bench-infer bench-serve bench-quant bench-profiler bench-amp \
 	bench-python bench-guards bench-lm sanitize fuzz clean
 
 all: build
@@ -81,6 +83,10 @@ bench-quant: build
 bench-profiler: build
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench_profiler
 	@/usr/bin/python3 bench/profiler.py --build $(BUILD_DIR) $(BENCH_FLAGS)
+
+bench-amp: build
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench_amp
+	@/usr/bin/python3 bench/amp.py --build $(BUILD_DIR) $(BENCH_FLAGS)
 
 bench-python: build
 	@/usr/bin/python3 bench/python.py --build $(BUILD_DIR) $(BENCH_FLAGS)

@@ -4,7 +4,7 @@
 //   fashion_mnist [--epochs 2] [--batch-size 64] [--lr 1e-3] [--threads 2] [--seed 0]
 //                 [--workers 2] [--data DIR] [--out DIR] [--resume] [--limit N]
 //                 [--min-accuracy X] [--export model.ember] [--model cnn|mlp]
-//                 [--quantize dynamic] [--profile trace.json]
+//                 [--quantize dynamic] [--profile trace.json] [--amp bf16|fp16]
 //
 // --model mlp trains a 784-512-256-10 MLP instead of the CNN. --quantize dynamic then
 // quantizes the trained model's Linear layers to int8 (quant::quantize_dynamic, docs/
@@ -16,6 +16,10 @@
 // --profile trace.json profiles steps 10-14 of the first epoch (after 5 skipped and 3
 // warm-up steps: profiler::Schedule), prints the op table and writes a Chrome trace that
 // Perfetto or chrome://tracing opens (docs/profiler.md).
+// --amp bf16|fp16 trains with mixed precision (docs/amp.md): the forward pass and the loss
+// run under amp::AutocastGuard (convolutions and Linear layers in the low precision, the
+// loss in float32), the parameters and Adam's state stay float32; fp16 adds a GradScaler
+// (dynamic loss scaling, steps with inf/NaN gradients skipped). Evaluation runs in float32.
 // --min-accuracy makes the run fail (exit 3) when the final test accuracy is below X; the
 // smoke tests use it.
 // The last line is a machine-readable summary that bench/train_fashion_mnist.py reads.
@@ -58,6 +62,7 @@ struct Args {
   std::string model = "cnn";
   std::string quantize;
   std::string profile_path;
+  std::string amp;  // "", "bf16" or "fp16"
   bool resume = false;
 };
 
@@ -65,7 +70,7 @@ struct Args {
   std::fprintf(stderr,
                "%s: %s\nusage: %s [--epochs N] [--batch-size N] [--lr X] [--threads N] [--seed N] "
                "[--workers N] [--data DIR] [--out DIR] [--resume] [--limit N] [--min-accuracy X] [--export FILE] "
-               "[--model cnn|mlp] [--quantize dynamic] [--profile trace.json]\n",
+               "[--model cnn|mlp] [--quantize dynamic] [--profile trace.json] [--amp bf16|fp16]\n",
                prog, problem.c_str(), prog);
   std::exit(2);
 }
@@ -89,9 +94,11 @@ Args parse(int argc, char** argv) {
     else if (o.is("--model")) a.model = o.str();
     else if (o.is("--quantize")) a.quantize = o.str();
     else if (o.is("--profile")) a.profile_path = o.str();
+    else if (o.is("--amp")) a.amp = o.str();
     else o.unknown();
     // clang-format on
   }
+  if (!a.amp.empty() && a.amp != "bf16" && a.amp != "fp16") usage(argv[0], "--amp is bf16 or fp16, not " + a.amp);
   if (a.model != "cnn" && a.model != "mlp") usage(argv[0], "--model is cnn or mlp, not " + a.model);
   if (!a.quantize.empty() && a.quantize != "dynamic") {
     usage(argv[0], "--quantize " + a.quantize +
@@ -274,6 +281,14 @@ int main(int argc, char** argv) {
                                           .num_workers(args.workers)
                                           .seed(args.seed));
 
+  const bool use_amp = !args.amp.empty();
+  const ember::DType amp_dtype = args.amp == "fp16" ? ember::kFloat16 : ember::kBFloat16;
+  // Loss scaling is for float16's narrow range; bfloat16 has float32's exponent range.
+  ember::amp::GradScalerOptions scaler_options;
+  scaler_options.enabled = args.amp == "fp16";
+  ember::amp::GradScaler scaler(scaler_options);
+  int64_t skipped_steps = 0;
+
   const std::filesystem::path out_dir(args.out);
   const std::string ckpt_path = (out_dir / "checkpoint.safetensors").string();
   int64_t first_epoch = 1;
@@ -283,6 +298,7 @@ int main(int argc, char** argv) {
       model->load_state_dict(ckpt.at("model").to_tensor_dict());
       optimizer.load_state_dict(ckpt.at("optimizer"));
       ember::set_rng_state(ckpt.at("rng_state").to_tensor());
+      if (scaler.is_enabled() && ckpt.contains("scaler")) scaler.load_state_dict(ckpt.at("scaler"));
       first_epoch = ckpt.at("epoch").to_int() + 1;
       std::cout << "resumed from " << ckpt_path << " after epoch " << first_epoch - 1 << " (test accuracy "
                 << ckpt.at("test_accuracy").to_double() << ")\n";
@@ -296,6 +312,7 @@ int main(int argc, char** argv) {
   std::cout << "Fashion-MNIST: " << train_data->size() << " training images, " << test_set->size()
             << " test images; batch " << args.batch_size << ", Adam lr " << args.lr << ", " << args.threads
             << " threads, " << args.workers << " loader workers, CPU kernels: " << ember::cpu_capability_name()
+            << (use_amp ? ", mixed precision: autocast " + args.amp + (scaler.is_enabled() ? " + GradScaler" : "") : "")
             << "\n"
             << *model << "\n";
 
@@ -320,9 +337,14 @@ int main(int argc, char** argv) {
       {
         EMBER_RECORD("train step");
         optimizer.zero_grad();
-        ember::Tensor loss = nn::functional::cross_entropy(model->forward(batch.data), batch.target);
-        loss.backward();
-        optimizer.step();
+        ember::Tensor loss;
+        {
+          ember::amp::AutocastGuard autocast(amp_dtype, use_amp);
+          loss = nn::functional::cross_entropy(model->forward(batch.data), batch.target);
+        }
+        scaler.scale(loss).backward();
+        if (!scaler.step(optimizer)) ++skipped_steps;
+        scaler.update();
         const double l = loss.item<double>();
         loss_sum += l;
         epoch_samples += batch.data.size(0);
@@ -346,11 +368,16 @@ int main(int argc, char** argv) {
     std::printf("epoch %lld: mean loss %.4f, %.1f s (%.0f samples/s), test accuracy %.4f\n",
                 static_cast<long long>(epoch), step ? loss_sum / static_cast<double>(step) : 0.0, seconds,
                 static_cast<double>(epoch_samples) / std::max(seconds, 1e-9), accuracy);
+    if (scaler.is_enabled()) {
+      std::printf("GradScaler: scale %g, %lld steps skipped so far (inf/NaN gradients)\n", scaler.get_scale(),
+                  static_cast<long long>(skipped_steps));
+    }
 
     ember::Value ckpt = ember::Value::dict();
     ckpt["model"] = ember::Value(model->state_dict());
     ckpt["optimizer"] = optimizer.state_dict();
     ckpt["rng_state"] = ember::get_rng_state();
+    if (scaler.is_enabled()) ckpt["scaler"] = scaler.state_dict();
     ckpt["epoch"] = epoch;
     ckpt["test_accuracy"] = accuracy;
     ckpt["seed"] = static_cast<int64_t>(args.seed);

@@ -432,6 +432,8 @@ def typename(obj):
 
 
 from . import autograd  # noqa: E402
+from . import amp  # noqa: E402
+from .amp import autocast  # noqa: E402,F401
 from . import guards  # noqa: E402,F401
 from . import nn  # noqa: E402
 from . import optim  # noqa: E402

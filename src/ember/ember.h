@@ -43,3 +43,5 @@
 #include "ember/jit/compile.h"
 #include "ember/onnx/export.h"
 #include "ember/quant/quant.h"
+// Mixed precision (autocast, GradScaler).
+#include "ember/amp/amp.h"

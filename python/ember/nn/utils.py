@@ -12,6 +12,8 @@ def _params(parameters):
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
     """Scales the gradients so their total norm is at most max_norm; returns the norm before."""
+    from ..amp import _warn_if_scaled
+    _warn_if_scaled("clip_grad_norm_")
     return _C._optim.clip_grad_norm_(_params(parameters), float(max_norm), float(norm_type), error_if_nonfinite)
 
 

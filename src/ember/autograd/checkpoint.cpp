@@ -1,5 +1,6 @@
 // Activation checkpointing (see autograd.h).
 
+#include "ember/amp/autocast.h"
 #include "ember/autograd/autograd.h"
 #include "ember/autograd/autograd_meta.h"
 #include "ember/autograd/record.h"
@@ -13,7 +14,10 @@ namespace {
 class CheckpointBackward final : public Node {
  public:
   CheckpointBackward(CheckpointFn fn, const variable_list& inputs, Tensor rng_state)
-      : fn_(std::move(fn)), rng_state_(std::move(rng_state)) {
+      : fn_(std::move(fn)),
+        rng_state_(std::move(rng_state)),
+        autocast_(amp::is_autocast_enabled()),
+        autocast_dtype_(amp::get_autocast_dtype()) {
     for (const Tensor& t : inputs) {
       saved_.emplace_back(t, false);
       requires_grad_.push_back(t.defined() && t.requires_grad());
@@ -44,6 +48,8 @@ class CheckpointBackward final : public Node {
       }
       try {
         EnableGradGuard grad_on;
+        // The rerun sees the forward's autocast state, so it computes in the same dtypes.
+        amp::AutocastGuard autocast(autocast_dtype_, autocast_);
         outputs = fn_(inputs);
       } catch (...) {
         if (now.defined()) default_generator().set_state(now);
@@ -67,6 +73,8 @@ class CheckpointBackward final : public Node {
  private:
   CheckpointFn fn_;
   Tensor rng_state_;
+  bool autocast_;
+  DType autocast_dtype_;
   std::vector<SavedVariable> saved_;
   std::vector<bool> requires_grad_;
 };

@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "ember/profiler/record.h"
+#include "ember/amp/autocast.h"
 #include "ember/autograd/autograd.h"
 #include "ember/autograd/autograd_meta.h"
 #include "ember/autograd/record.h"
@@ -102,6 +103,9 @@ class GraphTask {
   void run(const std::vector<Edge>& roots, variable_list root_grads,
            const std::unordered_map<Node*, std::vector<Capture>>& captures, const std::unordered_set<Node*>& exec_targets,
            bool restrict_exec, variable_list* captured) {
+    // Backward formulas run outside autocast: each gradient keeps the dtype its forward
+    // op computed in, and the cast nodes bring it back to the leaf's dtype.
+    amp::detail::AutocastSuspend no_autocast;
     // Dependencies and the set of reachable nodes, numbered in discovery order.
     std::vector<uint32_t> stack;
     for (const Edge& e : roots) {

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "ember/amp/autocast.h"
 #include "ember/autograd/functions_norm.h"
 #include "ember/autograd/grad_mode.h"
 #include "ember/autograd/record.h"
@@ -78,6 +79,9 @@ Tensor row_norm(const char* name, const Tensor& input, int64_t k, const Tensor& 
 
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("batch_norm"), input, weight, bias)) return batch_norm((*c)[0], running_mean, running_var, (*c)[1], (*c)[2], training, momentum, eps);
+  }
   jit::detail::TraceOp trace("batch_norm");
   Tensor out = [&]() -> Tensor {
   OpScope scope("batch_norm");
@@ -147,6 +151,9 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
 
 Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tensor& weight, const Tensor& bias,
                   double eps) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("layer_norm"), input, weight, bias)) return layer_norm((*c)[0], normalized_shape, (*c)[1], (*c)[2], eps);
+  }
   jit::detail::TraceOp trace("layer_norm");
   Tensor out = [&]() -> Tensor {
   OpScope scope("layer_norm");
@@ -177,6 +184,9 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tenso
 }
 
 Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("group_norm"), input, weight, bias)) return group_norm((*c)[0], num_groups, (*c)[1], (*c)[2], eps);
+  }
   jit::detail::TraceOp trace("group_norm");
   Tensor out = [&]() -> Tensor {
   OpScope scope("group_norm");

@@ -1,5 +1,6 @@
 #include "ember/nn/loss.h"
 
+#include "ember/amp/autocast.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
 #include "ember/ops/creation.h"
@@ -50,6 +51,9 @@ Tensor classes_last(const Tensor& input) {
 }  // namespace
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction r) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("mse_loss"), input, target)) return mse_loss((*c)[0], (*c)[1], r);
+  }
   OpScope scope("mse_loss");
   check_same_size(input, target, "mse_loss");
   Tensor d = input - target;
@@ -57,12 +61,18 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction r) {
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction r) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("l1_loss"), input, target)) return l1_loss((*c)[0], (*c)[1], r);
+  }
   OpScope scope("l1_loss");
   check_same_size(input, target, "l1_loss");
   return reduce((input - target).abs(), r, "l1_loss");
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction r, double beta) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("smooth_l1_loss"), input, target)) return smooth_l1_loss((*c)[0], (*c)[1], r, beta);
+  }
   OpScope scope("smooth_l1_loss");
   check_same_size(input, target, "smooth_l1_loss");
   EMBER_CHECK(beta >= 0, "[smooth_l1_loss] beta must be non-negative, got ", beta);
@@ -72,6 +82,9 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction r, do
 }
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction r, double delta) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("huber_loss"), input, target)) return huber_loss((*c)[0], (*c)[1], r, delta);
+  }
   OpScope scope("huber_loss");
   check_same_size(input, target, "huber_loss");
   EMBER_CHECK(delta > 0, "[huber_loss] delta must be positive, got ", delta);
@@ -80,6 +93,9 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction r, double
 }
 
 Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index, Reduction r) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("nll_loss"), input, target, weight)) return nll_loss((*c)[0], (*c)[1], (*c)[2], ignore_index, r);
+  }
   OpScope scope("nll_loss");
   EMBER_CHECK(input.defined() && target.defined(), "[nll_loss] called with an undefined tensor");
   EMBER_CHECK(target.dtype() == kInt64 || target.dtype() == kInt32, "[nll_loss] expected class indices of dtype int64 ",
@@ -118,6 +134,9 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
 
 Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, int64_t ignore_index,
                      Reduction r, double label_smoothing) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("cross_entropy"), input, target, weight)) return cross_entropy((*c)[0], (*c)[1], (*c)[2], ignore_index, r, label_smoothing);
+  }
   OpScope scope("cross_entropy");
   EMBER_CHECK(input.defined() && target.defined(), "[cross_entropy] called with an undefined tensor");
   EMBER_CHECK(label_smoothing >= 0 && label_smoothing <= 1,
@@ -176,6 +195,9 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
 }
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight, Reduction r) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("binary_cross_entropy"), input, target, weight)) return binary_cross_entropy((*c)[0], (*c)[1], (*c)[2], r);
+  }
   OpScope scope("binary_cross_entropy");
   check_same_size(input, target, "binary_cross_entropy");
   EMBER_CHECK(((input >= 0).logical_and(input <= 1)).all().item<bool>(),
@@ -189,6 +211,9 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target, const Tensor& weight,
                                         const Tensor& pos_weight, Reduction r) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("binary_cross_entropy_with_logits"), input, target, weight, pos_weight)) return binary_cross_entropy_with_logits((*c)[0], (*c)[1], (*c)[2], (*c)[3], r);
+  }
   OpScope scope("binary_cross_entropy_with_logits");
   check_same_size(input, target, "binary_cross_entropy_with_logits");
   // -log(sigmoid(x)) = softplus(-x) (linear past its threshold, so no overflow; its
@@ -206,6 +231,9 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 }
 
 Tensor kl_div(const Tensor& input, const Tensor& target, Reduction r, bool log_target) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("kl_div"), input, target)) return kl_div((*c)[0], (*c)[1], r, log_target);
+  }
   OpScope scope("kl_div");
   EMBER_CHECK(input.defined() && target.defined(), "[kl_div] called with an undefined tensor");
   Tensor loss;

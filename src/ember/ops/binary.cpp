@@ -2,6 +2,7 @@
 // operators: type promotion (result_type), broadcasting, in-place casting rules, then a
 // kernel call.
 
+#include "ember/amp/autocast.h"
 #include "ember/autograd/functions.h"
 #include "ember/autograd/record.h"
 #include "ember/core/check.h"
@@ -237,8 +238,16 @@ Tensor remainder(const Tensor& a, const Tensor& b) { return binary_tt("remainder
 Tensor remainder(const Tensor& a, const Scalar& b) { return binary_ts("remainder", BinaryOp::Remainder, a, b); }
 Tensor fmod(const Tensor& a, const Tensor& b) { return binary_tt("fmod", BinaryOp::Fmod, a, b); }
 Tensor fmod(const Tensor& a, const Scalar& b) { return binary_ts("fmod", BinaryOp::Fmod, a, b); }
-Tensor pow(const Tensor& a, const Tensor& b) { return binary_tt("pow", BinaryOp::Pow, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("pow"), a, b)) return pow((*c)[0], (*c)[1]);
+  }
+  return binary_tt("pow", BinaryOp::Pow, a, b);
+}
 Tensor pow(const Tensor& a, const Scalar& b) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("pow"), a)) return pow((*c)[0], b);
+  }
   // Shortcuts for x^1 and x^2, except when recording a graph (PowBackward0, as PyTorch).
   if (!b.is_boolean() && a.defined() && (is_floating_point(a.dtype()) || !b.is_floating_point()) &&
       !autograd::needs_grad(a)) {
@@ -250,7 +259,12 @@ Tensor pow(const Tensor& a, const Scalar& b) {
               "[pow] integers to negative integer powers are not allowed (exponent ", b, ")");
   return binary_ts("pow", BinaryOp::Pow, a, b);
 }
-Tensor pow(const Scalar& a, const Tensor& b) { return binary_st("pow", BinaryOp::Pow, a, b); }
+Tensor pow(const Scalar& a, const Tensor& b) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("pow"), b)) return pow(a, (*c)[0]);
+  }
+  return binary_st("pow", BinaryOp::Pow, a, b);
+}
 
 Tensor Tensor::add(const Tensor& o, const Scalar& alpha) const { return ember::add(*this, o, alpha); }
 Tensor Tensor::add(const Scalar& o, const Scalar& alpha) const { return ember::add(*this, o, alpha); }

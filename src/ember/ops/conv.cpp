@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "ember/amp/autocast.h"
 #include "ember/autograd/record.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
@@ -250,6 +251,9 @@ Tensor conv_prim(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& 
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
               IntArrayRef dilation, int64_t groups) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("conv1d"), input, weight, bias)) return conv1d((*c)[0], (*c)[1], (*c)[2], stride, padding, dilation, groups);
+  }
   jit::detail::TraceOp trace("conv1d");
   Tensor out = [&]() -> Tensor {
   OpScope scope("conv1d");
@@ -261,6 +265,9 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, const char* padding,
               IntArrayRef dilation, int64_t groups) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("conv1d"), input, weight, bias)) return conv1d((*c)[0], (*c)[1], (*c)[2], stride, padding, dilation, groups);
+  }
   jit::detail::TraceOp trace("conv1d");
   Tensor out = [&]() -> Tensor {
   OpScope scope("conv1d");
@@ -274,6 +281,9 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
               IntArrayRef dilation, int64_t groups) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("conv2d"), input, weight, bias)) return conv2d((*c)[0], (*c)[1], (*c)[2], stride, padding, dilation, groups);
+  }
   jit::detail::TraceOp trace("conv2d");
   Tensor out = [&]() -> Tensor {
   OpScope scope("conv2d");
@@ -285,6 +295,9 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, const char* padding,
               IntArrayRef dilation, int64_t groups) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("conv2d"), input, weight, bias)) return conv2d((*c)[0], (*c)[1], (*c)[2], stride, padding, dilation, groups);
+  }
   jit::detail::TraceOp trace("conv2d");
   Tensor out = [&]() -> Tensor {
   OpScope scope("conv2d");
@@ -298,6 +311,9 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
 
 Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
                         IntArrayRef padding, IntArrayRef output_padding, int64_t groups, IntArrayRef dilation) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("conv_transpose1d"), input, weight, bias)) return conv_transpose1d((*c)[0], (*c)[1], (*c)[2], stride, padding, output_padding, groups, dilation);
+  }
   OpScope scope("conv_transpose1d");
   return convolution("conv_transpose1d", input, weight, bias, 1, stride, padding, dilation, output_padding, groups,
                      true);
@@ -305,6 +321,9 @@ Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor&
 
 Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
                         IntArrayRef padding, IntArrayRef output_padding, int64_t groups, IntArrayRef dilation) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("conv_transpose2d"), input, weight, bias)) return conv_transpose2d((*c)[0], (*c)[1], (*c)[2], stride, padding, output_padding, groups, dilation);
+  }
   jit::detail::TraceOp trace("conv_transpose2d");
   Tensor out = [&]() -> Tensor {
   OpScope scope("conv_transpose2d");

@@ -1,6 +1,7 @@
 // Matrix products. Every op reduces to product(): beta * input + alpha * (a @ b) over
-// broadcast batch dims, computed by kernels::cpu::gemm. Float16/BFloat16 are computed in
-// float32 and rounded once at the end.
+// broadcast batch dims, computed by kernels::cpu::gemm. Float16/BFloat16 go to oneDNN's
+// low-precision matmul where the CPU has native instructions for them, and are otherwise
+// computed in float32 and rounded once at the end (Note [Low-precision GEMM]).
 
 #include "ember/ops/linalg.h"
 
@@ -8,6 +9,7 @@
 #include <string>
 #include <type_traits>
 
+#include "ember/amp/autocast.h"
 #include "ember/autograd/functions.h"
 #include "ember/autograd/record.h"
 #include "ember/core/check.h"
@@ -16,6 +18,7 @@
 #include "ember/core/parallel.h"
 #include "ember/kernels/cpu/dispatch.h"
 #include "ember/kernels/cpu/gemm.h"
+#include "ember/kernels/cpu/gemm_lowp.h"
 #include "ember/kernels/cpu/kernels.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/type_promotion.h"
@@ -100,6 +103,15 @@ Tensor product_raw(const char* op, const Tensor& a, const Tensor& b, IntArrayRef
   // With beta == 0 the input is never read, so NaN in it does not reach the result.
   const bool use_input = input.defined() && !kernels::cpu::scalar_is_zero(compute, beta);
   if (use_input) kernels::cpu::copy(out, input);
+  if (compute != dtype && kernels::cpu::lowp_gemm_impl(dtype) == kernels::cpu::LowpGemmImpl::OneDnn) {
+    // bf16 operands straight to oneDNN, float32 accumulation (Note [Low-precision GEMM]).
+    const Tensor a2 = prepare_operand(a, dtype).expand(with_matrix(batch, m, k));
+    const Tensor b2 = prepare_operand(b, dtype).expand(with_matrix(batch, k, n));
+    if (kernels::cpu::gemm_lowp(out, a2, b2, static_cast<float>(alpha.to_double()),
+                                use_input ? static_cast<float>(beta.to_double()) : 0.0f)) {
+      return out.to(dtype);
+    }
+  }
   const Tensor a2 = prepare_operand(a, compute).expand(with_matrix(batch, m, k));
   const Tensor b2 = prepare_operand(b, compute).expand(with_matrix(batch, k, n));
   kernels::cpu::gemm(out, a2, b2, alpha, use_input ? beta : Scalar(0), op);
@@ -139,6 +151,9 @@ bool has_expanded_batch(const Tensor& t) {
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("matmul"), a, b)) return matmul((*c)[0], (*c)[1]);
+  }
   jit::detail::TraceOp trace("matmul");
   Tensor out = [&]() -> Tensor {
   OpScope scope("matmul");
@@ -192,6 +207,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("mm"), a, b)) return mm((*c)[0], (*c)[1]);
+  }
   jit::detail::TraceOp trace("mm");
   Tensor out = [&]() -> Tensor {
   OpScope scope("mm");
@@ -210,6 +228,9 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("bmm"), a, b)) return bmm((*c)[0], (*c)[1]);
+  }
   jit::detail::TraceOp trace("bmm");
   Tensor out = [&]() -> Tensor {
   OpScope scope("bmm");
@@ -231,6 +252,9 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 
 Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
              const Scalar& alpha) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("addmm"), input, mat1, mat2)) return addmm((*c)[0], (*c)[1], (*c)[2], beta, alpha);
+  }
   jit::detail::TraceOp trace("addmm");
   Tensor out = [&]() -> Tensor {
   OpScope scope("addmm");
@@ -253,6 +277,9 @@ Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const 
 
 Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
                const Scalar& alpha) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("baddbmm"), input, batch1, batch2)) return baddbmm((*c)[0], (*c)[1], (*c)[2], beta, alpha);
+  }
   jit::detail::TraceOp trace("baddbmm");
   Tensor out = [&]() -> Tensor {
   OpScope scope("baddbmm");
@@ -278,6 +305,9 @@ Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, 
 }
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("linear"), input, weight, bias)) return linear((*c)[0], (*c)[1], (*c)[2]);
+  }
   jit::detail::TraceOp trace("linear");
   Tensor out = [&]() -> Tensor {
   OpScope scope("linear");

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ember/amp/autocast.h"
 #include "ember/autograd/functions.h"
 #include "ember/autograd/record.h"
 #include "ember/core/check.h"
@@ -107,6 +108,9 @@ void check_nonempty(const char* name, const Tensor& t, IntArrayRef dims) {
 }  // namespace
 
 Tensor sum(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype) {
+  if (amp::is_autocast_enabled() && !dtype) {
+    if (auto c = amp::cast_inputs(amp::policy_of("sum"), t)) return sum((*c)[0], dims, keepdim, dtype);
+  }
   jit::detail::TraceOp trace("sum");
   Tensor out = [&]() -> Tensor {
   OpScope scope("sum");
@@ -130,6 +134,9 @@ Tensor Tensor::sum(IntArrayRef dims, bool keepdim, std::optional<DType> dtype) c
 }
 
 Tensor mean(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType> dtype) {
+  if (amp::is_autocast_enabled() && !dtype) {
+    if (auto c = amp::cast_inputs(amp::policy_of("mean"), t)) return mean((*c)[0], dims, keepdim, dtype);
+  }
   jit::detail::TraceOp trace("mean");
   Tensor out = [&]() -> Tensor {
   OpScope scope("mean");
@@ -156,6 +163,9 @@ Tensor Tensor::mean(IntArrayRef dims, bool keepdim, std::optional<DType> dtype) 
 }
 
 Tensor Tensor::prod(std::optional<DType> dtype) const {
+  if (amp::is_autocast_enabled() && !dtype) {
+    if (auto c = amp::cast_inputs(amp::policy_of("prod"), *this)) return (*c)[0].prod(dtype);
+  }
   OpScope scope("prod");
   if (autograd::needs_grad(*this)) {
     return autograd::fn::reduction(autograd::fn::Reduce::Prod, *this, {}, false, 0, [&] { return prod(dtype); });
@@ -164,6 +174,9 @@ Tensor Tensor::prod(std::optional<DType> dtype) const {
   return reduce_simple("prod", ReduceOp::Prod, *this, {}, false, sum_dtype(this->dtype(), dtype), &in);
 }
 Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<DType> dtype) const {
+  if (amp::is_autocast_enabled() && !dtype) {
+    if (auto c = amp::cast_inputs(amp::policy_of("prod"), *this)) return (*c)[0].prod(dim, keepdim, dtype);
+  }
   OpScope scope("prod");
   if (autograd::needs_grad(*this)) {
     return autograd::fn::reduction(autograd::fn::Reduce::Prod, *this, dim, keepdim, 0,
@@ -312,6 +325,9 @@ std::tuple<Tensor, Tensor> Tensor::std_mean(IntArrayRef dims, int64_t correction
 }
 
 Tensor norm(const Tensor& t, const Scalar& p, IntArrayRef dims, bool keepdim) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("norm"), t)) return norm((*c)[0], p, dims, keepdim);
+  }
   OpScope scope("norm");
   EMBER_CHECK(t.defined(), "[norm] called on an undefined tensor");
   EMBER_CHECK(t.is_floating_point(), "[norm] input dtype should be floating point, got ", t.dtype());
@@ -333,6 +349,9 @@ Tensor Tensor::norm(const Scalar& p, IntArrayRef dims, bool keepdim) const {
 }
 
 Tensor logsumexp(const Tensor& t, IntArrayRef dims, bool keepdim) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("logsumexp"), t)) return logsumexp((*c)[0], dims, keepdim);
+  }
   OpScope scope("logsumexp");
   EMBER_CHECK(t.defined(), "[logsumexp] called on an undefined tensor");
   if (autograd::needs_grad(t)) {
@@ -410,12 +429,25 @@ Tensor softmax_impl(const char* name, bool log, const Tensor& t, int64_t dim, st
 }
 }  // namespace
 
-Tensor cumsum(const Tensor& t, int64_t dim, std::optional<DType> dtype) { return scan("cumsum", false, t, dim, dtype); }
+Tensor cumsum(const Tensor& t, int64_t dim, std::optional<DType> dtype) {
+  if (amp::is_autocast_enabled() && !dtype) {
+    if (auto c = amp::cast_inputs(amp::policy_of("cumsum"), t)) return cumsum((*c)[0], dim, dtype);
+  }
+  return scan("cumsum", false, t, dim, dtype);
+}
 Tensor cumprod(const Tensor& t, int64_t dim, std::optional<DType> dtype) { return scan("cumprod", true, t, dim, dtype); }
 Tensor Tensor::cumsum(int64_t dim, std::optional<DType> dtype) const { return ember::cumsum(*this, dim, dtype); }
 Tensor Tensor::cumprod(int64_t dim, std::optional<DType> dtype) const { return ember::cumprod(*this, dim, dtype); }
-Tensor softmax(const Tensor& t, int64_t dim, std::optional<DType> dtype) { return softmax_impl("softmax", false, t, dim, dtype); }
+Tensor softmax(const Tensor& t, int64_t dim, std::optional<DType> dtype) {
+  if (amp::is_autocast_enabled() && !dtype) {
+    if (auto c = amp::cast_inputs(amp::policy_of("softmax"), t)) return softmax((*c)[0], dim, dtype);
+  }
+  return softmax_impl("softmax", false, t, dim, dtype);
+}
 Tensor log_softmax(const Tensor& t, int64_t dim, std::optional<DType> dtype) {
+  if (amp::is_autocast_enabled() && !dtype) {
+    if (auto c = amp::cast_inputs(amp::policy_of("log_softmax"), t)) return log_softmax((*c)[0], dim, dtype);
+  }
   return softmax_impl("log_softmax", true, t, dim, dtype);
 }
 Tensor Tensor::softmax(int64_t dim, std::optional<DType> dtype) const { return ember::softmax(*this, dim, dtype); }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ember/amp/autocast.h"
 #include "ember/autograd/functions.h"
 #include "ember/autograd/record.h"
 #include "ember/core/check.h"
@@ -92,6 +93,11 @@ jit::detail::Attrs row_attrs(UnaryOp op, const UnaryParams& p) {
 }
 
 Tensor unary(const char* name, UnaryOp op, const Tensor& t, const UnaryParams& p = {}) {
+  if (amp::is_autocast_enabled() && (op == UnaryOp::Exp || op == UnaryOp::Log)) {
+    constexpr amp::CastPolicy policy = amp::policy_of("exp");
+    static_assert(policy == amp::policy_of("log"), "exp and log share the autocast path below");
+    if (auto c = amp::cast_inputs(policy, t)) return unary(name, op, (*c)[0], p);
+  }
   OpScope scope(name);
   jit::detail::TraceOp trace(name);
   check_input(name, op, t);

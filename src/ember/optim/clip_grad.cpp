@@ -3,7 +3,9 @@
 #include <cmath>
 #include <limits>
 
+#include "ember/amp/grad_scaler.h"
 #include "ember/autograd/autograd_meta.h"
+#include "ember/core/warning.h"
 #include "ember/autograd/grad_mode.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
@@ -21,12 +23,25 @@ void keep_accumulation_counts(const std::vector<Tensor>& parameters) {
     if (meta && meta->grad.defined()) meta->grad_version = meta->grad._version();
   }
 }
+
+// Note [Clipping scaled gradients]: after GradScaler::scale(loss).backward() the gradients
+// are multiplied by the scale (65536 at first), so a max_norm meant for true gradients
+// clips them to almost nothing. The scaler must unscale_ first; warn once per scaler.
+void warn_if_scaled(const char* op) {
+  bool first_time = false;
+  const double scale = amp::detail::scaled_gradients_pending(&first_time);
+  if (scale == 0 || !first_time) return;
+  warn(::ember::detail::str_cat("[", op, "] the gradients are still multiplied by GradScaler's scale (", scale,
+                       "): call scaler.unscale_(optimizer) before clipping, otherwise max_norm applies to the "
+                       "scaled gradients"));
+}
 }  // namespace
 
 double clip_grad_norm_(const std::vector<Tensor>& parameters, double max_norm, double norm_type,
                        bool error_if_nonfinite) {
   OpScope scope("clip_grad_norm_");
   NoGradGuard no_grad;
+  warn_if_scaled("clip_grad_norm_");
   EMBER_CHECK(!std::isnan(norm_type) && norm_type > 0, "[clip_grad_norm_] norm_type must be positive (or inf), got ",
               norm_type);
   std::vector<Tensor> grads;

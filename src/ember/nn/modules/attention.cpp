@@ -5,6 +5,7 @@
 #include "ember/nn/modules/clone_dtype.h"
 #include <limits>
 
+#include "ember/amp/autocast.h"
 #include "ember/autograd/grad_mode.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
@@ -33,6 +34,9 @@ namespace functional {
 
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal) {
+  if (amp::is_autocast_enabled()) {
+    if (auto c = amp::cast_inputs(amp::policy_of("scaled_dot_product_attention"), query, key, value, attn_mask)) return scaled_dot_product_attention((*c)[0], (*c)[1], (*c)[2], (*c)[3], dropout_p, is_causal);
+  }
   OpScope scope("scaled_dot_product_attention");
   const char* op = "scaled_dot_product_attention";
   EMBER_CHECK(query.defined() && key.defined() && value.defined(), "[", op, "] query, key and value must be defined");

@@ -1,0 +1,135 @@
+// bf16/fp16 matrix products and convolutions (Note [Low-precision GEMM]): results against a
+// float32 computation on the same rounded inputs, within the low precision's rounding of
+// the result, on both implementations (oneDNN where it takes the case, float32 fallback),
+// and backward in the low precision. tests/CMakeLists.txt runs this area at every CPU
+// capability level the machine has (isa.<level>.amp).
+#include <gtest/gtest.h>
+
+#include <ember/ember.h>
+
+#include <cstdio>
+#include <vector>
+
+#include "ember/kernels/cpu/gemm_lowp.h"
+#include "test_util.h"
+
+namespace lowp_kernels_test {
+
+using namespace ember;
+using kernels::cpu::LowpGemmImpl;
+
+// Relative tolerance of one rounding to dt (plus float32 summation noise).
+double tol(DType dt) { return dt == kBFloat16 ? 1.0 / 128 : 1.0 / 1024; }
+
+// max |got - want| <= rtol * max|want| (+ a small absolute floor).
+void expect_close(const Tensor& got, const Tensor& want, double rtol) {
+  ASSERT_EQ(got.sizes(), want.sizes());
+  const Tensor g = got.to(kFloat64), w = want.to(kFloat64);
+  const double scale = std::max(1.0, w.abs().max().item<double>());
+  const double err = (g - w).abs().max().item<double>();
+  EXPECT_LE(err, rtol * scale) << "max error " << err << " for a result of magnitude " << scale;
+}
+
+class LowpGemm : public ::testing::TestWithParam<std::tuple<DType, LowpGemmImpl>> {
+ protected:
+  void SetUp() override {
+    kernels::cpu::set_lowp_gemm_impl(std::get<1>(GetParam()));
+    std::printf("low-precision GEMM path: %s\n", amp::low_precision_gemm_path(std::get<0>(GetParam())).c_str());
+  }
+  void TearDown() override { kernels::cpu::set_lowp_gemm_impl(LowpGemmImpl::Auto); }
+  DType dt() const { return std::get<0>(GetParam()); }
+  // Random values already representable in dt, so the float32 reference sees the same inputs.
+  Tensor r(IntArrayRef s) const { return randn(s).to(dt()); }
+};
+
+TEST_P(LowpGemm, MatmulShapesAgainstFloat32) {
+  manual_seed(10);
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> cases = {
+      {{7, 5}, {5, 3}},            // tiny
+      {{64, 300}, {300, 70}},      // one block
+      {{515, 129}, {129, 33}},     // several row blocks and a ragged tail
+      {{3, 17, 40}, {3, 40, 9}},   // batched
+      {{4, 1, 8, 16}, {3, 16, 5}}  // broadcast batch dims
+  };
+  for (const auto& [sa, sb] : cases) {
+    const Tensor a = r(sa), b = r(sb);
+    const Tensor got = matmul(a, b);
+    EXPECT_EQ(got.dtype(), dt());
+    expect_close(got, matmul(a.to(kFloat32), b.to(kFloat32)), tol(dt()));
+  }
+}
+
+TEST_P(LowpGemm, TransposedOperandsAndAddmm) {
+  manual_seed(11);
+  const Tensor x = r({33, 48}), w = r({20, 48}), bias = r({20});
+  // linear reads the weight transposed (strides (1, 48)).
+  expect_close(nn::functional::linear(x, w, bias),
+               nn::functional::linear(x.to(kFloat32), w.to(kFloat32), bias.to(kFloat32)), tol(dt()));
+  const Tensor c = r({33, 20});
+  expect_close(addmm(c, x, w.t(), 0.5, 2.0), addmm(c.to(kFloat32), x.to(kFloat32), w.t().to(kFloat32), 0.5, 2.0),
+               tol(dt()));
+  const Tensor in = r({2, 6, 5}), b1 = r({2, 6, 7}), b2 = r({2, 7, 5});
+  expect_close(baddbmm(in, b1, b2, 1.0, -1.0),
+               baddbmm(in.to(kFloat32), b1.to(kFloat32), b2.to(kFloat32), 1.0, -1.0), tol(dt()));
+}
+
+TEST_P(LowpGemm, BackwardRunsInTheLowPrecision) {
+  manual_seed(12);
+  const Tensor a = r({9, 12}).requires_grad_(), b = r({12, 4}).requires_grad_();
+  const Tensor g = r({9, 4});
+  matmul(a, b).backward(g);
+  EXPECT_EQ(a.grad().dtype(), dt());
+  EXPECT_EQ(b.grad().dtype(), dt());
+  const Tensor a32 = a.detach().to(kFloat32).requires_grad_(), b32 = b.detach().to(kFloat32).requires_grad_();
+  matmul(a32, b32).backward(g.to(kFloat32));
+  expect_close(a.grad(), a32.grad(), tol(dt()));
+  expect_close(b.grad(), b32.grad(), tol(dt()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Impls, LowpGemm,
+                         ::testing::Combine(::testing::Values(kBFloat16, kFloat16),
+                                            ::testing::Values(LowpGemmImpl::Auto, LowpGemmImpl::OneDnn,
+                                                              LowpGemmImpl::Float32)));
+
+TEST(LowpGemm, ReportsItsPath) {
+  const std::string path = amp::low_precision_gemm_path(kBFloat16);
+  std::printf("bf16 GEMM: %s; oneDNN ISA %s; ember CPU level %s\n", path.c_str(),
+              kernels::cpu::onednn_isa_name().c_str(), cpu_capability_name().c_str());
+  EXPECT_FALSE(path.empty());
+  // oneDNN only where it has native bf16 and ember's level is avx512 (unless forced).
+  if (!kernels::cpu::onednn_has_native(kBFloat16)) {
+    EXPECT_EQ(kernels::cpu::lowp_gemm_impl(kBFloat16), LowpGemmImpl::Float32);
+  }
+  EXPECT_EQ(kernels::cpu::lowp_gemm_impl(kFloat16), LowpGemmImpl::Float32);
+}
+
+class LowpConv : public ::testing::TestWithParam<DType> {};
+
+TEST_P(LowpConv, Conv2dForwardAndBackwardAgainstFloat32) {
+  const DType dt = GetParam();
+  manual_seed(13);
+  // Small channels (im2col + GEMM) and 32 -> 64 channels (the oneDNN-eligible geometry).
+  for (int64_t cin : {3, 32}) {
+    SCOPED_TRACE(cin);
+    const Tensor x = randn({2, cin, 9, 9}).to(dt).requires_grad_();
+    const Tensor w = (randn({cin == 3 ? 4 : 64, cin, 3, 3}) * 0.2).to(dt).requires_grad_();
+    const Tensor bias = randn({w.size(0)}).to(dt).requires_grad_();
+    const Tensor y = conv2d(x, w, bias, 1, 1);
+    EXPECT_EQ(y.dtype(), dt);
+    const Tensor x32 = x.detach().to(kFloat32).requires_grad_(), w32 = w.detach().to(kFloat32).requires_grad_();
+    const Tensor b32 = bias.detach().to(kFloat32).requires_grad_();
+    const Tensor y32 = conv2d(x32, w32, b32, 1, 1);
+    expect_close(y, y32, tol(dt));
+    const Tensor g = randn(y.sizes());
+    y.backward(g.to(dt));
+    y32.backward(g.to(dt).to(kFloat32));
+    EXPECT_EQ(w.grad().dtype(), dt);
+    expect_close(x.grad(), x32.grad(), tol(dt));
+    expect_close(w.grad(), w32.grad(), tol(dt));
+    expect_close(bias.grad(), b32.grad(), tol(dt));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, LowpConv, ::testing::Values(kBFloat16, kFloat16));
+
+}  // namespace lowp_kernels_test
