@@ -288,6 +288,50 @@ DIST_SCENARIO(skip_collective) {
   return 0;
 }
 
+// Rank 1 dies before the second collective: rank 0 fails at once (not after its 20 s
+// timeout), naming rank 1.
+DIST_SCENARIO(rank_dies) {
+  dist::init_process_group({.timeout = std::chrono::seconds(20)});
+  const int rank = dist::get_rank();
+  Tensor t = ember::ones({16});
+  dist::all_reduce(t);
+  if (rank == 1) std::_Exit(7);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    dist::all_reduce(t);
+    return 1;
+  } catch (const ember::Error& e) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cout << "error after " << s << " s: " << e.what() << std::endl;
+    WCHECK(s < 10.0, << "took " << s << " s");
+  }
+  dist::destroy_process_group();
+  return 0;
+}
+
+// Work::wait with a timeout: an all_reduce whose peer is late is still running after
+// 100 ms; waiting again without a limit completes it.
+DIST_SCENARIO(wait_timeout) {
+  dist::init_process_group({.timeout = std::chrono::seconds(20)});
+  const int rank = dist::get_rank();
+  Tensor t = ember::ones({8});
+  if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  auto w = dist::all_reduce(t, dist::ReduceOp::SUM, nullptr, /*async_op=*/true);
+  if (rank == 0) {
+    try {
+      w->wait(std::chrono::milliseconds(100));
+      return 1;
+    } catch (const ember::Error& e) {
+      std::cout << "early: " << e.what() << std::endl;
+    }
+    WCHECK(!w->is_completed());
+  }
+  w->wait();
+  WCHECK(w->is_success() && t[0].item<float>() == 2.0f);
+  dist::destroy_process_group();
+  return 0;
+}
+
 // Subgroups: ranks {0, 2} of 3 reduce among themselves; rank 1 is not a member.
 DIST_SCENARIO(subgroup) {
   dist::init_process_group({.timeout = std::chrono::seconds(20)});
@@ -411,6 +455,23 @@ TEST(DistributedCollectives, TimeoutNamesTheRankThatNeverArrived) {
             std::string::npos)
       << r.dump();
   EXPECT_NE(out.find("then: [barrier] the process group is unusable after an earlier failure"), std::string::npos)
+      << r.dump();
+}
+
+TEST(DistributedCollectives, DeadRankIsNamedAtOnce) {
+  auto r = run_ranks("rank_dies", 2, 30);
+  ASSERT_EQ(r.ranks[0].exit_code, 0) << r.dump();
+  EXPECT_EQ(r.ranks[1].exit_code, 7) << r.dump();
+  EXPECT_NE(r.ranks[0].output.find("[all_reduce] collective #2 all_reduce(f32[16], SUM) failed: rank 1 never arrived "
+                                   "(its last collective was #1 all_reduce(f32[16], SUM)); rank 0 reached it"),
+            std::string::npos)
+      << r.dump();
+}
+
+TEST(DistributedCollectives, WorkWaitTimeout) {
+  auto r = run_ranks("wait_timeout", 2, 30);
+  ASSERT_TRUE(r.all_ok()) << r.dump();
+  EXPECT_NE(r.ranks[0].output.find("early: [wait] all_reduce did not complete within 100 ms"), std::string::npos)
       << r.dump();
 }
 

@@ -21,6 +21,7 @@
 #include <gloo/rendezvous/store.h>
 #include <gloo/scatter.h>
 #include <gloo/transport/tcp/device.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -475,6 +476,11 @@ class ProcessGroupGloo final : public ProcessGroup {
     EMBER_CHECK(size >= 1 && rank >= 0 && rank < size, "[init_process_group] rank ", rank,
                 " is out of range for world_size ", size);
     if (!env_flag("EMBER_DISTRIBUTED_CHECKS", true)) options_.check_collectives = false;
+    // Gloo writes to sockets without MSG_NOSIGNAL: a peer that died would kill this
+    // process with SIGPIPE instead of failing the collective (Python ignores SIGPIPE, so
+    // PyTorch never meets this). Ignore it unless the program installed its own handler.
+    struct sigaction old {};
+    if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
     gloo::transport::tcp::attr attr;
     if (!options_.interface_name.empty()) {
       attr.iface = options_.interface_name;
