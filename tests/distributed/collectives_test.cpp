@@ -451,7 +451,7 @@ TEST(DistributedCollectives, TimeoutNamesTheRankThatNeverArrived) {
   ASSERT_TRUE(r.all_ok()) << r.dump();
   const std::string& out = r.ranks[0].output;
   EXPECT_NE(out.find("[all_reduce] collective #2 all_reduce(f32[16], SUM) did not complete within 2000 ms: rank 1 "
-                     "never arrived (its last collective was #1 all_reduce(f32[16], SUM)); rank 0 reached it"),
+                     "never arrived (its last recorded collective was #1 all_reduce(f32[16], SUM)); rank 0 reached it"),
             std::string::npos)
       << r.dump();
   EXPECT_NE(out.find("then: [barrier] the process group is unusable after an earlier failure"), std::string::npos)
@@ -462,9 +462,11 @@ TEST(DistributedCollectives, DeadRankIsNamedAtOnce) {
   auto r = run_ranks("rank_dies", 2, 30);
   ASSERT_EQ(r.ranks[0].exit_code, 0) << r.dump();
   EXPECT_EQ(r.ranks[1].exit_code, 7) << r.dump();
-  EXPECT_NE(r.ranks[0].output.find("[all_reduce] collective #2 all_reduce(f32[16], SUM) failed: rank 1 never arrived "
-                                   "(its last collective was #1 all_reduce(f32[16], SUM)); rank 0 reached it"),
+  // (Whether rank 1's progress record was written before it died depends on timing.)
+  EXPECT_NE(r.ranks[0].output.find("[all_reduce] collective #2 all_reduce(f32[16], SUM) failed: rank 1 never arrived "),
             std::string::npos)
+      << r.dump();
+  EXPECT_NE(r.ranks[0].output.find("; rank 0 reached it. Transport: "), std::string::npos)
       << r.dump();
 }
 

@@ -85,8 +85,9 @@ TEST(DistributedLauncher, GivesUpAndNamesTheRootCause) {
 }
 
 TEST(DistributedLauncher, KillsAWorkerThatIgnoresSigterm) {
+  // Rank 0 fails once rank 1 has had time to set its trap.
   auto r = ember_run(
-      "--nproc-per-node 2 --stop-timeout 0.5 sh -c 'if [ $RANK = 0 ]; then exit 1; fi; trap \"\" TERM; "
+      "--nproc-per-node 2 --stop-timeout 0.5 sh -c 'if [ $RANK = 0 ]; then sleep 0.5; exit 1; fi; trap \"\" TERM; "
       "sleep 30'");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_LT(r.seconds, 15) << r.output;

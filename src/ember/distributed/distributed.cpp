@@ -70,8 +70,13 @@ int to_group(const ProcessGroup& g, int r, const char* op, const char* what) {
   return gr;
 }
 
-WorkPtr finish(WorkPtr w, bool async_op) {
-  if (!async_op) w->wait();
+// Issues a collective; a synchronous one may run on this thread (detail::SynchronousCall).
+template <typename F>
+WorkPtr issue(bool async_op, F&& f) {
+  if (async_op) return f();
+  detail::SynchronousCall sync;
+  WorkPtr w = f();
+  w->wait();
   return w;
 }
 
@@ -203,57 +208,57 @@ ProcessGroupPtr new_group(std::vector<int> ranks, std::chrono::milliseconds time
 // ---- collectives ----
 
 WorkPtr all_reduce(const Tensor& tensor, ReduceOp op, const ProcessGroupPtr& group, bool async_op) {
-  return finish(resolve(group, "all_reduce")->all_reduce(tensor, op), async_op);
+  return issue(async_op, [&] { return resolve(group, "all_reduce")->all_reduce(tensor, op); });
 }
 
 WorkPtr broadcast(const Tensor& tensor, int src, const ProcessGroupPtr& group, bool async_op) {
   const auto& g = resolve(group, "broadcast");
-  return finish(g->broadcast(tensor, to_group(*g, src, "broadcast", "src")), async_op);
+  return issue(async_op, [&] { return g->broadcast(tensor, to_group(*g, src, "broadcast", "src")); });
 }
 
 WorkPtr reduce(const Tensor& tensor, int dst, ReduceOp op, const ProcessGroupPtr& group, bool async_op) {
   const auto& g = resolve(group, "reduce");
-  return finish(g->reduce(tensor, to_group(*g, dst, "reduce", "dst"), op), async_op);
+  return issue(async_op, [&] { return g->reduce(tensor, to_group(*g, dst, "reduce", "dst"), op); });
 }
 
 WorkPtr all_gather(const std::vector<Tensor>& tensor_list, const Tensor& tensor, const ProcessGroupPtr& group,
                    bool async_op) {
-  return finish(resolve(group, "all_gather")->all_gather(tensor_list, tensor), async_op);
+  return issue(async_op, [&] { return resolve(group, "all_gather")->all_gather(tensor_list, tensor); });
 }
 
 WorkPtr all_gather_into_tensor(const Tensor& output, const Tensor& input, const ProcessGroupPtr& group,
                                bool async_op) {
-  return finish(resolve(group, "all_gather_into_tensor")->all_gather_into_tensor(output, input), async_op);
+  return issue(async_op, [&] { return resolve(group, "all_gather_into_tensor")->all_gather_into_tensor(output, input); });
 }
 
 WorkPtr reduce_scatter(const Tensor& output, const std::vector<Tensor>& input_list, ReduceOp op,
                        const ProcessGroupPtr& group, bool async_op) {
-  return finish(resolve(group, "reduce_scatter")->reduce_scatter(output, input_list, op), async_op);
+  return issue(async_op, [&] { return resolve(group, "reduce_scatter")->reduce_scatter(output, input_list, op); });
 }
 
 WorkPtr gather(const Tensor& tensor, const std::vector<Tensor>& gather_list, int dst, const ProcessGroupPtr& group,
                bool async_op) {
   const auto& g = resolve(group, "gather");
-  return finish(g->gather(tensor, gather_list, to_group(*g, dst, "gather", "dst")), async_op);
+  return issue(async_op, [&] { return g->gather(tensor, gather_list, to_group(*g, dst, "gather", "dst")); });
 }
 
 WorkPtr scatter(const Tensor& tensor, const std::vector<Tensor>& scatter_list, int src, const ProcessGroupPtr& group,
                 bool async_op) {
   const auto& g = resolve(group, "scatter");
-  return finish(g->scatter(tensor, scatter_list, to_group(*g, src, "scatter", "src")), async_op);
+  return issue(async_op, [&] { return g->scatter(tensor, scatter_list, to_group(*g, src, "scatter", "src")); });
 }
 
 WorkPtr all_to_all(const std::vector<Tensor>& output_tensor_list, const std::vector<Tensor>& input_tensor_list,
                    const ProcessGroupPtr& group, bool async_op) {
-  return finish(resolve(group, "all_to_all")->all_to_all(output_tensor_list, input_tensor_list), async_op);
+  return issue(async_op, [&] { return resolve(group, "all_to_all")->all_to_all(output_tensor_list, input_tensor_list); });
 }
 
 WorkPtr all_to_all_single(const Tensor& output, const Tensor& input, const ProcessGroupPtr& group, bool async_op) {
-  return finish(resolve(group, "all_to_all_single")->all_to_all_single(output, input), async_op);
+  return issue(async_op, [&] { return resolve(group, "all_to_all_single")->all_to_all_single(output, input); });
 }
 
 WorkPtr barrier(const ProcessGroupPtr& group, bool async_op) {
-  return finish(resolve(group, "barrier")->barrier(), async_op);
+  return issue(async_op, [&] { return resolve(group, "barrier")->barrier(); });
 }
 
 void send(const Tensor& tensor, int dst, const ProcessGroupPtr& group, int tag) { isend(tensor, dst, group, tag)->wait(); }

@@ -103,6 +103,23 @@ class ProcessGroup {
 };
 using ProcessGroupPtr = std::shared_ptr<ProcessGroup>;
 
+namespace detail {
+// Internal: distributed.h's synchronous free functions open one of these around the call,
+// so that a group may run the operation on the calling thread instead of handing it to
+// its worker (Note [One worker per group] in process_group_gloo.cpp).
+class SynchronousCall {
+ public:
+  SynchronousCall();
+  ~SynchronousCall();
+  SynchronousCall(const SynchronousCall&) = delete;
+  SynchronousCall& operator=(const SynchronousCall&) = delete;
+  static bool active();
+
+ private:
+  bool previous_;
+};
+}  // namespace detail
+
 // A Gloo group of `size` ranks meeting through `store` (use a PrefixStore per group).
 // ranks: the members' global ranks, for messages (empty: the default group). Connects
 // every pair of ranks before it returns; throws after options.timeout when some rank

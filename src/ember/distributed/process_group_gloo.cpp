@@ -2,7 +2,10 @@
 //
 // Note [One worker per group]: collectives run on one worker thread per group, in the
 // order they were issued, so every rank drives Gloo through the same sequence and
-// async_op collectives overlap with the caller's work (DDP's backward). Sequence
+// async_op collectives overlap with the caller's work (DDP's backward). A thread that
+// waits on a collective which is next in line while nothing runs executes it itself
+// (one task at a time either way): a synchronous call then avoids two thread hand-overs,
+// which dominate small collectives on a busy machine. Sequence
 // numbers are assigned when a collective is issued, on the caller's thread. Point-to-point
 // operations are posted on the caller's thread instead (Gloo's unbound buffers allow it)
 // and completed by Work::wait, so a send and a recv issued in either order never wait on
@@ -60,6 +63,15 @@ std::string_view reduce_op_name(ReduceOp op) {
   }
   return "?";
 }
+
+namespace detail {
+namespace {
+thread_local bool tl_synchronous = false;
+}
+SynchronousCall::SynchronousCall() : previous_(tl_synchronous) { tl_synchronous = true; }
+SynchronousCall::~SynchronousCall() { tl_synchronous = previous_; }
+bool SynchronousCall::active() { return tl_synchronous; }
+}  // namespace detail
 
 int ProcessGroup::group_rank(int global) const {
   if (ranks_.empty()) return global >= 0 && global < size_ ? global : -1;
@@ -189,7 +201,10 @@ std::string rank_list(const std::vector<int>& ranks) {
 
 class WorkImpl : public Work {
  public:
-  explicit WorkImpl(std::string what) : what_(std::move(what)) {}
+  // run_inline: offered the chance to run the operation on the waiting thread
+  // (Note [One worker per group]); returns whether it did.
+  WorkImpl(std::string what, std::function<bool(WorkImpl*)> run_inline)
+      : what_(std::move(what)), run_inline_(std::move(run_inline)) {}
   bool is_completed() const override {
     std::lock_guard<std::mutex> l(mu_);
     return done_;
@@ -203,6 +218,8 @@ class WorkImpl : public Work {
     return error_;
   }
   void wait(milliseconds timeout) override {
+    // Only an unbounded wait may run the operation itself (which ignores the limit).
+    if (timeout == milliseconds::max() && run_inline_ && !is_completed()) run_inline_(this);
     std::unique_lock<std::mutex> l(mu_);
     if (timeout == milliseconds::max()) {
       cv_.wait(l, [&] { return done_; });
@@ -222,6 +239,7 @@ class WorkImpl : public Work {
 
  private:
   std::string what_;
+  std::function<bool(WorkImpl*)> run_inline_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
@@ -498,6 +516,7 @@ class ProcessGroupGloo final : public ProcessGroup {
                   " rank", size == 2 ? "" : "s", " within ", options_.timeout.count(), " ms: ", e.what());
     }
     worker_ = std::thread([this] { loop(); });
+    if (size > 1) publisher_ = std::thread([this] { publish_loop(); });
   }
 
   ~ProcessGroupGloo() override {
@@ -507,6 +526,12 @@ class ProcessGroupGloo final : public ProcessGroup {
     }
     cv_.notify_all();
     if (worker_.joinable()) worker_.join();
+    {
+      std::lock_guard<std::mutex> l(progress_mu_);
+      stop_publishing_ = true;
+    }
+    progress_cv_.notify_all();
+    if (publisher_.joinable()) publisher_.join();
   }
 
   std::string backend() const override { return "gloo"; }
@@ -853,13 +878,24 @@ class ProcessGroupGloo final : public ProcessGroup {
   // ---- the worker ----
 
   WorkPtr enqueue(const char* op, Fingerprint fp, std::function<void(uint32_t)> body) {
-    auto work = std::make_shared<WorkImpl>(std::string(op));
+    auto work = std::make_shared<WorkImpl>(std::string(op), [this](WorkImpl* w) { return run_inline(w); });
+    Task task;
     {
       std::lock_guard<std::mutex> l(mu_);
       fp.seq = ++seq_;
-      queue_.push_back(Task{op, fp, std::move(body), work});
+      task = Task{op, fp, std::move(body), work};
+      if (!detail::SynchronousCall::active() || busy_ || !queue_.empty()) {
+        queue_.push_back(std::move(task));
+        task.work = nullptr;
+      } else {
+        busy_ = true;  // a synchronous call with nothing ahead of it: run it right here
+      }
     }
-    cv_.notify_one();
+    if (task.work) {
+      execute(task);
+    } else {
+      cv_.notify_one();
+    }
     return work;
   }
 
@@ -868,18 +904,45 @@ class ProcessGroupGloo final : public ProcessGroup {
       Task task;
       {
         std::unique_lock<std::mutex> l(mu_);
-        cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
+        cv_.wait(l, [&] { return stop_ || (!queue_.empty() && !busy_); });
         if (queue_.empty()) return;  // stopping, nothing left
         task = std::move(queue_.front());
         queue_.pop_front();
+        busy_ = true;
       }
-      try {
-        run(task);
-        task.work->finish(nullptr);
-      } catch (...) {
-        task.work->finish(std::current_exception());
-      }
+      execute(task);
     }
+  }
+
+  void execute(Task& task) {
+    try {
+      run(task);
+      task.work->finish(nullptr);
+    } catch (...) {
+      task.work->finish(std::current_exception());
+    }
+    bool more = false;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      busy_ = false;
+      more = !queue_.empty();
+    }
+    if (more) cv_.notify_all();
+  }
+
+  // A thread waiting for w runs it itself when w is next in line and nothing runs: a
+  // synchronous collective then costs no hand-over to the worker and back.
+  bool run_inline(WorkImpl* w) {
+    Task task;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (busy_ || queue_.empty() || queue_.front().work.get() != w) return false;
+      task = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+    }
+    execute(task);
+    return true;
   }
 
   void run(const Task& task) {
@@ -887,21 +950,19 @@ class ProcessGroupGloo final : public ProcessGroup {
       std::lock_guard<std::mutex> l(mu_);
       EMBER_CHECK(broken_.empty(), "[", task.op, "] the process group is unusable after an earlier failure: ", broken_);
     }
-    const std::string what = describe(task.fp, *this);
-    // Record where this rank is (Note [Hang-proof collectives]); never fails the call.
-    try {
-      const std::string rec = std::to_string(task.fp.seq) + "|" + what;
-      store_->set_nowait("progress/" + std::to_string(rank_), Bytes(rec.begin(), rec.end()));
-    } catch (...) {
+    {
+      // The publisher thread records it in the store (Note [Progress records]).
+      std::lock_guard<std::mutex> l(progress_mu_);
+      started_ = task.fp;
     }
     const uint32_t tag = static_cast<uint32_t>(task.fp.seq * 2);
     try {
       if (options_.check_collectives && size_ > 1) exchange_fingerprints(task, tag);
       task.body(tag + 1);
     } catch (const gloo::Exception& e) {
-      fail(task, what, e.what());
+      fail(task, describe(task.fp, *this), e.what());
     } catch (const gloo::EnforceNotMet& e) {
-      fail(task, what, e.what());
+      fail(task, describe(task.fp, *this), e.what());
     }
   }
 
@@ -913,6 +974,25 @@ class ProcessGroupGloo final : public ProcessGroup {
         broken_ = "collective #" + std::to_string(task.fp.seq) + " " + what + " failed";
       }
       throw Error("[" + task.op + "] " + msg);
+    }
+  }
+
+  void publish_loop() {
+    uint64_t published = 0;
+    std::unique_lock<std::mutex> l(progress_mu_);
+    while (!stop_publishing_) {
+      progress_cv_.wait_for(l, kPublishPeriod);
+      if (started_.seq == published) continue;
+      const Fingerprint fp = started_;
+      l.unlock();
+      const std::string rec = std::to_string(fp.seq) + "|" + describe(fp, *this);
+      try {
+        store_->set_nowait("progress/" + std::to_string(rank_), Bytes(rec.begin(), rec.end()));
+      } catch (...) {
+        // The store is gone (its host exited): the diagnosis will say so.
+      }
+      published = fp.seq;
+      l.lock();
     }
   }
 
@@ -958,6 +1038,7 @@ class ProcessGroupGloo final : public ProcessGroup {
     std::vector<int> missing, arrived;
     std::vector<std::string> last;
     bool store_ok = true;
+    std::this_thread::sleep_for(2 * kPublishPeriod);  // Note [Progress records]
     try {
       for (int r = 0; r < size_; ++r) {
         const std::string key = "progress/" + std::to_string(r);
@@ -969,8 +1050,8 @@ class ProcessGroupGloo final : public ProcessGroup {
         } else {
           missing.push_back(global_rank(r));
           const auto bar = rec.find('|');
-          last.push_back(rec.empty() ? "it has issued no collective yet"
-                                     : "its last collective was #" + rec.substr(0, bar) + " " +
+          last.push_back(rec.empty() ? "no collective of it was recorded"
+                                     : "its last recorded collective was #" + rec.substr(0, bar) + " " +
                                            (bar == std::string::npos ? "" : rec.substr(bar + 1)));
         }
       }
@@ -1021,10 +1102,23 @@ class ProcessGroupGloo final : public ProcessGroup {
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::thread worker_;
+  // Note [Progress records]: which collective this rank has reached goes to the store as
+  // "progress/<rank>" = "<seq>|<description>" for the timeout diagnosis. A write per
+  // collective would wake the store's thread on rank 0 every time, so a publisher thread
+  // writes the latest one at most every kPublishPeriod instead; diagnose() waits twice
+  // that long before reading, so every rank that reached the failed collective has
+  // published it by then.
+  static constexpr std::chrono::milliseconds kPublishPeriod{50};
+  std::thread publisher_;
+  std::mutex progress_mu_;
+  std::condition_variable progress_cv_;
+  Fingerprint started_;  // seq 0: none yet
+  bool stop_publishing_ = false;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Task> queue_;
   bool stop_ = false;
+  bool busy_ = false;  // a task runs (on the worker or on a waiting thread)
   std::atomic<uint64_t> seq_{0};
   std::string broken_;
 };
