@@ -22,6 +22,8 @@
 #   make bench-guards  cost of the training guards (docs/guards.md) on the main job's step: all on vs off
 #   make bench-lm   the char_lm transformer in ember and in PyTorch: training step and generation
 #                   tokens/s (torch with and without a KV cache), ratios ember/torch (bench/char_lm.py)
+#   make bench-distributed  all-reduce bandwidth 1 KB-64 MB on 2 ranks: ember (Gloo) against
+#                   torch.distributed's gloo backend, each in its own processes (bench/distributed.py)
 #   make sanitize   build with -fsanitize=address,undefined in build-asan/ and run the tests
 #   make fuzz       the op fuzzer under ASan+UBSan for FUZZ_SECONDS (default 3600), seed FUZZ_SEED
 #
@@ -38,7 +40,7 @@ CTEST_FLAGS ?= --output-on-failure --timeout 900
 
 CONFIGURE = cmake -S . -DCMAKE_BUILD_TYPE=Release -DEMBER_NATIVE=$(NATIVE) -DEMBER_WERROR=$(WERROR) $(CMAKE_FLAGS)
 
-.PHONY: all setup build test demo demo-lm bench bench-train bench-infer bench-serve bench-quant bench-profiler bench-amp \
+.PHONY: all setup build test demo demo-lm bench bench-train bench-infer bench-serve bench-quant bench-profiler bench-amp bench-distributed \
 	bench-python bench-guards bench-lm sanitize fuzz clean
 
 all: build
@@ -98,6 +100,10 @@ bench-guards: build
 bench-lm: build
 	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench_char_lm
 	@/usr/bin/python3 bench/char_lm.py --build $(BUILD_DIR) $(BENCH_FLAGS)
+
+bench-distributed: build
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench_distributed_ember
+	@/usr/bin/python3 bench/distributed.py --build $(BUILD_DIR) $(BENCH_FLAGS)
 
 sanitize: setup
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEMBER_SANITIZE=address,undefined \

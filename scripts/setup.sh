@@ -28,6 +28,8 @@ PACKAGES=(
   # chromium renders its status page in the tests; wrk and a FastAPI + uvicorn server of
   # the same model are the load test's tools and baseline (bench/serve)
   libboost-dev prometheus chromium wrk python3-fastapi python3-uvicorn
+  # distributed training: Gloo (collectives over TCP, rendezvous stores)
+  libgloo-dev
 )
 
 missing=()

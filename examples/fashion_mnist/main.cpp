@@ -5,6 +5,7 @@
 //                 [--workers 2] [--data DIR] [--out DIR] [--resume] [--limit N]
 //                 [--min-accuracy X] [--export model.ember] [--model cnn|mlp]
 //                 [--quantize dynamic] [--profile trace.json] [--amp bf16|fp16]
+//                 [--distributed]
 //
 // --model mlp trains a 784-512-256-10 MLP instead of the CNN. --quantize dynamic then
 // quantizes the trained model's Linear layers to int8 (quant::quantize_dynamic, docs/
@@ -22,12 +23,20 @@
 // (dynamic loss scaling, steps with inf/NaN gradients skipped). Evaluation runs in float32.
 // --min-accuracy makes the run fail (exit 3) when the final test accuracy is below X; the
 // smoke tests use it.
+// --distributed trains data-parallel on the processes ember-run starts (docs/distributed.md):
+// DistributedDataParallel, a DistributedSampler giving each rank its share of every epoch
+// (--batch-size samples per rank and step), rank 0 evaluating and writing the checkpoint.
+//   ember-run --standalone --nproc-per-node 2 build/examples/fashion_mnist --distributed
 // The last line is a machine-readable summary that bench/train_fashion_mnist.py reads.
 
 #include <ember/core/cpu_capability.h>
 #include <ember/profiler/profiler.h>
 #include <ember/ember.h>
 #include <ember/quant/quant.h>
+#ifdef EMBER_HAVE_DISTRIBUTED
+#include <ember/distributed/ddp.h>
+#include <ember/distributed/distributed.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -36,7 +45,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -63,6 +74,7 @@ struct Args {
   std::string quantize;
   std::string profile_path;
   std::string amp;  // "", "bf16" or "fp16"
+  bool distributed = false;
   bool resume = false;
 };
 
@@ -70,7 +82,7 @@ struct Args {
   std::fprintf(stderr,
                "%s: %s\nusage: %s [--epochs N] [--batch-size N] [--lr X] [--threads N] [--seed N] "
                "[--workers N] [--data DIR] [--out DIR] [--resume] [--limit N] [--min-accuracy X] [--export FILE] "
-               "[--model cnn|mlp] [--quantize dynamic] [--profile trace.json] [--amp bf16|fp16]\n",
+               "[--model cnn|mlp] [--quantize dynamic] [--profile trace.json] [--amp bf16|fp16] [--distributed]\n",
                prog, problem.c_str(), prog);
   std::exit(2);
 }
@@ -95,6 +107,7 @@ Args parse(int argc, char** argv) {
     else if (o.is("--quantize")) a.quantize = o.str();
     else if (o.is("--profile")) a.profile_path = o.str();
     else if (o.is("--amp")) a.amp = o.str();
+    else if (o.is("--distributed")) a.distributed = true;
     else o.unknown();
     // clang-format on
   }
@@ -251,7 +264,26 @@ double peak_rss_mb() {
 
 int main(int argc, char** argv) {
   const Args args = parse(argc, argv);
-  ember::set_num_threads(args.threads);
+  int rank = 0, world = 1;
+  if (args.distributed) {
+#ifdef EMBER_HAVE_DISTRIBUTED
+    try {
+      ember::distributed::init_process_group();
+    } catch (const ember::Error& e) {
+      std::cerr << e.what() << "\n";
+      return 1;
+    }
+    rank = ember::distributed::get_rank();
+    world = ember::distributed::get_world_size();
+#else
+    std::cerr << "--distributed: this build has no distributed training (libgloo-dev was missing)\n";
+    return 1;
+#endif
+  }
+  // Under ember-run each worker gets its share of the cores in OMP_NUM_THREADS.
+  const char* omp = std::getenv("OMP_NUM_THREADS");
+  const int threads = args.distributed && omp ? std::max(1, std::atoi(omp)) : args.threads;
+  ember::set_num_threads(threads);
   ember::manual_seed(args.seed);
 
   std::shared_ptr<data::FashionMNIST> train_set, test_set;
@@ -275,11 +307,15 @@ int main(int argc, char** argv) {
 
   nn::Sequential model = make_model(args.model);
   ember::optim::Adam optimizer(model->parameters(), ember::optim::AdamOptions(args.lr));
-  data::DataLoader loader(train_data, data::DataLoaderOptions()
-                                          .batch_size(args.batch_size)
-                                          .shuffle(true)
-                                          .num_workers(args.workers)
-                                          .seed(args.seed));
+  auto loader_options = data::DataLoaderOptions().batch_size(args.batch_size).num_workers(args.workers).seed(args.seed);
+  if (args.distributed) {
+    // This rank's share of each epoch, reshuffled by set_epoch the same way on every rank.
+    loader_options.sampler(std::make_shared<data::DistributedSampler>(static_cast<int64_t>(train_data->size()), world,
+                                                                      rank, /*shuffle=*/true, args.seed));
+  } else {
+    loader_options.shuffle(true);
+  }
+  data::DataLoader loader(train_data, loader_options);
 
   const bool use_amp = !args.amp.empty();
   const ember::DType amp_dtype = args.amp == "fp16" ? ember::kFloat16 : ember::kBFloat16;
@@ -308,11 +344,37 @@ int main(int argc, char** argv) {
     }
   }
   std::filesystem::create_directories(out_dir);
+  // The forward pass: the model itself, or its DistributedDataParallel wrapper (created
+  // after a resume, so that it broadcasts the restored parameters).
+  std::function<ember::Tensor(const ember::Tensor&)> forward = [&](const ember::Tensor& x) {
+    return model->forward(x);
+  };
+#ifdef EMBER_HAVE_DISTRIBUTED
+  std::shared_ptr<nn::parallel::DistributedDataParallelImpl> ddp;
+  if (args.distributed) {
+    ddp = std::make_shared<nn::parallel::DistributedDataParallelImpl>(model.ptr());
+    forward = [&](const ember::Tensor& x) { return ddp->forward(x); };
+  }
+#endif
+  // Rank 0 evaluates; the others get its accuracy.
+  auto evaluate_all = [&]() {
+    double acc = rank == 0 ? evaluate(model, test_set) : 0.0;
+#ifdef EMBER_HAVE_DISTRIBUTED
+    if (args.distributed) {
+      ember::Tensor t = ember::tensor(acc, ember::TensorOptions(ember::kFloat64));
+      ember::distributed::broadcast(t, 0);
+      acc = t.item<double>();
+    }
+#endif
+    return acc;
+  };
+  if (rank != 0) std::cout.setstate(std::ios::failbit);  // one rank reports
 
   std::cout << "Fashion-MNIST: " << train_data->size() << " training images, " << test_set->size()
-            << " test images; batch " << args.batch_size << ", Adam lr " << args.lr << ", " << args.threads
+            << " test images; batch " << args.batch_size << ", Adam lr " << args.lr << ", " << threads
             << " threads, " << args.workers << " loader workers, CPU kernels: " << ember::cpu_capability_name()
             << (use_amp ? ", mixed precision: autocast " + args.amp + (scaler.is_enabled() ? " + GradScaler" : "") : "")
+            << (args.distributed ? ", " + std::to_string(world) + " ranks (DistributedDataParallel)" : std::string())
             << "\n"
             << *model << "\n";
 
@@ -320,8 +382,12 @@ int main(int argc, char** argv) {
   int64_t trained_samples = 0;
   for (int64_t epoch = first_epoch; epoch <= args.epochs; ++epoch) {
     loader.set_epoch(epoch);
-    data::ProgressBar bar(static_cast<int64_t>(loader.size()),
-                          "epoch " + std::to_string(epoch) + "/" + std::to_string(args.epochs), args.batch_size);
+    std::ostringstream quiet;  // ranks other than 0 report nothing
+    data::ProgressBar bar = rank == 0 ? data::ProgressBar(static_cast<int64_t>(loader.size()),
+                                                          "epoch " + std::to_string(epoch) + "/" +
+                                                              std::to_string(args.epochs),
+                                                          args.batch_size * world)
+                                      : data::ProgressBar(static_cast<int64_t>(loader.size()), "", 0, quiet, false);
     const auto start = std::chrono::steady_clock::now();
     int64_t step = 0, epoch_samples = 0;
     double loss_sum = 0;
@@ -340,14 +406,14 @@ int main(int argc, char** argv) {
         ember::Tensor loss;
         {
           ember::amp::AutocastGuard autocast(amp_dtype, use_amp);
-          loss = nn::functional::cross_entropy(model->forward(batch.data), batch.target);
+          loss = nn::functional::cross_entropy(forward(batch.data), batch.target);
         }
         scaler.scale(loss).backward();
         if (!scaler.step(optimizer)) ++skipped_steps;
         scaler.update();
         const double l = loss.item<double>();
         loss_sum += l;
-        epoch_samples += batch.data.size(0);
+        epoch_samples += batch.data.size(0) * world;
         bar.update(++step, {{"loss", l}});
       }
       if (prof) prof->step();
@@ -364,8 +430,8 @@ int main(int argc, char** argv) {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     train_seconds += seconds;
     trained_samples += epoch_samples;
-    accuracy = evaluate(model, test_set);
-    std::printf("epoch %lld: mean loss %.4f, %.1f s (%.0f samples/s), test accuracy %.4f\n",
+    accuracy = evaluate_all();
+    if (rank == 0) std::printf("epoch %lld: mean loss %.4f, %.1f s (%.0f samples/s), test accuracy %.4f\n",
                 static_cast<long long>(epoch), step ? loss_sum / static_cast<double>(step) : 0.0, seconds,
                 static_cast<double>(epoch_samples) / std::max(seconds, 1e-9), accuracy);
     if (scaler.is_enabled()) {
@@ -373,6 +439,7 @@ int main(int argc, char** argv) {
                   static_cast<long long>(skipped_steps));
     }
 
+    if (rank != 0) continue;  // rank 0 writes the checkpoint
     ember::Value ckpt = ember::Value::dict();
     ckpt["model"] = ember::Value(model->state_dict());
     ckpt["optimizer"] = optimizer.state_dict();
@@ -385,9 +452,17 @@ int main(int argc, char** argv) {
   }
 
   if (first_epoch > args.epochs) {
-    accuracy = evaluate(model, test_set);
-    std::printf("nothing to train: the checkpoint already covers %lld epochs\n", static_cast<long long>(args.epochs));
+    accuracy = evaluate_all();
+    if (rank == 0) std::printf("nothing to train: the checkpoint already covers %lld epochs\n", static_cast<long long>(args.epochs));
   }
+#ifdef EMBER_HAVE_DISTRIBUTED
+  if (args.distributed) {
+    ddp.reset();
+    ember::distributed::barrier();  // rank 0's checkpoint is complete before anyone exits
+    ember::distributed::destroy_process_group();
+  }
+#endif
+  if (rank != 0) return accuracy < args.min_accuracy ? 3 : 0;
   std::printf("final test accuracy: %.4f\ncheckpoint: %s (resume with --resume --epochs N)\n", accuracy,
               ckpt_path.c_str());
   if (args.quantize == "dynamic") {

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""All-reduce bandwidth, ember (Gloo, with and without the fingerprint checks) against
+torch.distributed's gloo backend (PyTorch 1.13), float32 tensors of 1 KB to 64 MB on 2
+ranks of this machine (loopback). Each side runs in processes of its own, started by
+tools/ember-run; rounds alternate between the sides and the best round counts.
+
+    python3 bench/distributed.py --build build [--ranks 2] [--rounds 3] [--max-bytes N]
+
+Prints, per size, microseconds per call and the algorithm bandwidth (bytes / time) of
+each side, and ember's ratio to torch (> 1: ember is faster)."""
+import argparse
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run(cmd):
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        sys.exit(f"failed: {' '.join(cmd)}\n{out.stdout}\n{out.stderr}")
+    res = {}
+    for line in out.stdout.splitlines():
+        f = line.split()
+        if len(f) == 6 and f[0] == "size_bytes":
+            res[int(f[1])] = float(f[5])
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--max-bytes", type=int, default=64 << 20)
+    a = ap.parse_args()
+    launcher = os.path.join(a.build, "tools", "ember-run")
+    ember_bin = os.path.join(a.build, "bench", "bench_distributed_ember")
+    for p in (launcher, ember_bin):
+        if not os.path.exists(p):
+            sys.exit(f"{p} is missing: cmake --build {a.build} --target ember-run bench_distributed_ember")
+    base = [launcher, "--standalone", "--nproc-per-node", str(a.ranks)]
+    extra = ["--max-bytes", str(a.max_bytes)]
+    sides = {
+        "ember": base + [ember_bin] + extra,
+        "ember_nocheck": base + [ember_bin, "--no-checks"] + extra,
+        "torch": base + ["/usr/bin/python3", os.path.join(HERE, "distributed_torch.py")] + extra,
+    }
+    best = {k: {} for k in sides}
+    for _ in range(a.rounds):
+        for name, cmd in sides.items():
+            for size, t in run(cmd).items():
+                best[name][size] = min(best[name].get(size, float("inf")), t)
+    print(f"all_reduce float32, {a.ranks} ranks on one machine (loopback), best of {a.rounds} rounds")
+    print(f"{'size':>9} | {'ember us':>10} {'MB/s':>8} | {'no-check us':>11} {'MB/s':>8} | "
+          f"{'torch us':>10} {'MB/s':>8} | ember/torch")
+    for size in sorted(best["torch"]):
+        row = []
+        for name in ("ember", "ember_nocheck", "torch"):
+            t = best[name][size]
+            row += [t * 1e6, size / t / 1e6]
+        label = f"{size // 1024} KB" if size < (1 << 20) else f"{size >> 20} MB"
+        print(f"{label:>9} | {row[0]:10.1f} {row[1]:8.1f} | {row[2]:11.1f} {row[3]:8.1f} | "
+              f"{row[4]:10.1f} {row[5]:8.1f} | {row[1] / row[5]:.2f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+#pragma once
+// DistributedDataParallel (torch.nn.parallel.DistributedDataParallel): data-parallel
+// training over a process group. Each rank holds a full replica; after every backward
+// the gradients are averaged over the ranks, so an optimizer step is the same everywhere.
+//
+//   auto ddp = nn::parallel::DistributedDataParallel(model);   // after init_process_group
+//   auto loss = F::cross_entropy(ddp(x), y);                    // this rank's share of a batch
+//   loss.backward();                                            // gradients averaged here
+//   opt.step();
+//
+// Note [DDP buckets]: gradients are reduced in buckets: parameters in reverse
+// registration order (roughly the order backward produces their gradients), the first
+// bucket closed at first_bucket_mb (1 MiB), the next ones at bucket_cap_mb (25 MiB), one
+// dtype per bucket. A post-accumulate-grad hook on each parameter copies its gradient
+// into its bucket's flat buffer; a full bucket is divided by the world size and its
+// all-reduce started asynchronously (buckets start in index order on every rank), so
+// communication overlaps the rest of backward. When the last bucket has started, the
+// hook waits for all of them and writes the averages back into the .grad tensors: when
+// backward returns, the gradients are synchronized. A fixed world size gives
+// bit-identical results run to run (Gloo's ring reduction has a fixed order).
+//
+// Construction broadcasts parameters and buffers from rank 0; with broadcast_buffers,
+// every forward broadcasts the buffers again (BatchNorm's running statistics).
+// no_sync() skips the reduction for backward passes whose forward ran under it
+// (gradient accumulation): the next synchronized backward reduces the accumulated sum.
+// A parameter that got no gradient leaves its bucket incomplete: the next forward (or
+// finish_gradient_sync()) raises an error naming it, unless find_unused_parameters, which
+// walks the autograd graph after each forward and counts unreached parameters as ready.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ember/distributed/process_group.h"
+#include "ember/nn/module.h"
+
+namespace ember::nn::parallel {
+
+struct DDPOptions {
+  double bucket_cap_mb = 25.0;
+  double first_bucket_mb = 1.0;
+  bool broadcast_buffers = true;
+  bool find_unused_parameters = false;
+  // The group to average over; null: the default group.
+  distributed::ProcessGroupPtr process_group = nullptr;
+};
+
+class DistributedDataParallelImpl : public Module {
+ public:
+  explicit DistributedDataParallelImpl(std::shared_ptr<Module> module, DDPOptions options = {});
+  template <typename Holder, typename = decltype(std::declval<Holder>().ptr())>
+  explicit DistributedDataParallelImpl(const Holder& holder, DDPOptions options = {})
+      : DistributedDataParallelImpl(std::static_pointer_cast<Module>(holder.ptr()), std::move(options)) {}
+  ~DistributedDataParallelImpl() override;
+
+  // Prepares the reducer for the coming backward, then runs the wrapped module.
+  Tensor forward(const Tensor& input) override;
+  // For wrapped modules with another forward signature: call prepare_forward() before
+  // running the module yourself and after_forward(outputs) with what it returned.
+  void prepare_forward();
+  void after_forward(const std::vector<Tensor>& outputs);
+
+  // The wrapped module.
+  const std::shared_ptr<Module>& module() const { return module_; }
+
+  // While a NoSync is alive, forwards are not followed by gradient reduction.
+  class NoSync {
+   public:
+    explicit NoSync(DistributedDataParallelImpl& ddp) : ddp_(&ddp), previous_(ddp.require_sync_) {
+      ddp.require_sync_ = false;
+    }
+    ~NoSync() {
+      if (ddp_) ddp_->require_sync_ = previous_;
+    }
+    NoSync(NoSync&& o) noexcept : ddp_(std::exchange(o.ddp_, nullptr)), previous_(o.previous_) {}
+    NoSync(const NoSync&) = delete;
+    NoSync& operator=(const NoSync&) = delete;
+    NoSync& operator=(NoSync&&) = delete;
+
+   private:
+    DistributedDataParallelImpl* ddp_;
+    bool previous_;
+  };
+  [[nodiscard]] NoSync no_sync() { return NoSync(*this); }
+
+  // Throws when the last synchronized backward left gradients unreduced (a parameter got
+  // no gradient); forward() calls it. Harmless to call before optimizer.step().
+  void finish_gradient_sync();
+
+  // The parameter names of each bucket, bucket 0 first (reduced first).
+  std::vector<std::vector<std::string>> bucket_names() const;
+  const distributed::ProcessGroupPtr& process_group() const { return group_; }
+  const DDPOptions& options() const { return options_; }
+
+ private:
+  struct Bucket {
+    std::vector<size_t> params;   // indices into params_
+    std::vector<int64_t> offsets;  // element offset of each in flat
+    Tensor flat;
+    size_t pending = 0;  // parameters not ready yet this iteration
+    distributed::WorkPtr work;
+  };
+
+  void build_buckets();
+  void reset_iteration();
+  void on_grad_ready(size_t index);
+  void mark_ready(size_t index, bool has_grad);
+  void launch_ready_buckets();
+  void finalize();
+
+  std::shared_ptr<Module> module_;
+  DDPOptions options_;
+  distributed::ProcessGroupPtr group_;
+  std::vector<std::string> names_;
+  std::vector<Tensor> params_;
+  std::vector<size_t> bucket_of_;  // param index -> bucket
+  std::vector<size_t> slot_of_;    // param index -> position in its bucket
+  std::vector<Bucket> buckets_;
+  std::vector<RemovableHandle> hooks_;
+  std::vector<Tensor> buffers_;
+
+  bool require_sync_ = true;       // no_sync() clears it
+  bool sync_this_backward_ = true;  // require_sync_ as of the last forward
+  std::vector<uint8_t> ready_;
+  std::vector<uint8_t> used_;      // got a gradient this iteration
+  size_t ready_count_ = 0;
+  size_t next_launch_ = 0;
+  bool in_progress_ = false;      // some parameter is ready, the iteration is not finished
+  std::vector<uint8_t> unused_;    // find_unused_parameters: unreached by the last forward
+};
+EMBER_MODULE(DistributedDataParallel);
+
+}  // namespace ember::nn::parallel

@@ -1,0 +1,1134 @@
+// ProcessGroupGloo: the collectives of process_group.h over Gloo's TCP transport.
+//
+// Note [One worker per group]: collectives run on one worker thread per group, in the
+// order they were issued, so every rank drives Gloo through the same sequence and
+// async_op collectives overlap with the caller's work (DDP's backward). A thread that
+// waits on a collective which is next in line while nothing runs executes it itself
+// (one task at a time either way): a synchronous call then avoids two thread hand-overs,
+// which dominate small collectives on a busy machine. Sequence
+// numbers are assigned when a collective is issued, on the caller's thread. Point-to-point
+// operations are posted on the caller's thread instead (Gloo's unbound buffers allow it)
+// and completed by Work::wait, so a send and a recv issued in either order never wait on
+// each other through the queue.
+
+#include <gloo/allgather.h>
+#include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/common/logging.h>
+#include <gloo/gather.h>
+#include <gloo/reduce.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/store.h>
+#include <gloo/scatter.h>
+#include <gloo/transport/tcp/device.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "ember/autograd/grad_mode.h"
+#include "ember/core/check.h"
+#include "ember/core/shape.h"
+#include "ember/distributed/process_group.h"
+#include "ember/ops/creation.h"
+#include "ember/ops/join.h"
+#include "ember/ops/pointwise.h"
+
+namespace ember::distributed {
+
+std::string_view reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::SUM:
+      return "SUM";
+    case ReduceOp::AVG:
+      return "AVG";
+    case ReduceOp::PRODUCT:
+      return "PRODUCT";
+    case ReduceOp::MIN:
+      return "MIN";
+    case ReduceOp::MAX:
+      return "MAX";
+  }
+  return "?";
+}
+
+namespace detail {
+namespace {
+thread_local bool tl_synchronous = false;
+}
+SynchronousCall::SynchronousCall() : previous_(tl_synchronous) { tl_synchronous = true; }
+SynchronousCall::~SynchronousCall() { tl_synchronous = previous_; }
+bool SynchronousCall::active() { return tl_synchronous; }
+}  // namespace detail
+
+int ProcessGroup::group_rank(int global) const {
+  if (ranks_.empty()) return global >= 0 && global < size_ ? global : -1;
+  auto it = std::find(ranks_.begin(), ranks_.end(), global);
+  return it == ranks_.end() ? -1 : static_cast<int>(it - ranks_.begin());
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// ---------------------------------------------------------------- fingerprints
+
+enum class Coll : uint8_t {
+  AllReduce = 1,
+  Broadcast,
+  Reduce,
+  AllGather,
+  ReduceScatter,
+  Gather,
+  Scatter,
+  AllToAll,
+  Barrier,
+};
+
+const char* coll_name(Coll c) {
+  switch (c) {
+    case Coll::AllReduce:
+      return "all_reduce";
+    case Coll::Broadcast:
+      return "broadcast";
+    case Coll::Reduce:
+      return "reduce";
+    case Coll::AllGather:
+      return "all_gather";
+    case Coll::ReduceScatter:
+      return "reduce_scatter";
+    case Coll::Gather:
+      return "gather";
+    case Coll::Scatter:
+      return "scatter";
+    case Coll::AllToAll:
+      return "all_to_all";
+    case Coll::Barrier:
+      return "barrier";
+  }
+  return "?";
+}
+
+constexpr int kMaxFpDims = 8;
+
+// What every rank sends before a collective; plain bytes, the same layout on every rank
+// (all ranks run the same build on the same kind of machine).
+struct Fingerprint {
+  uint64_t seq = 0;
+  int64_t numel = 0;
+  int64_t shape[kMaxFpDims] = {};
+  int32_t root = -1;
+  uint8_t coll = 0;
+  uint8_t reduce = 0xff;  // 0xff: none
+  int8_t dtype = -1;      // -1: no tensor
+  uint8_t ndim = 0;
+  bool operator==(const Fingerprint& o) const { return std::memcmp(this, &o, sizeof(*this)) == 0; }
+};
+static_assert(sizeof(Fingerprint) == 88);
+
+std::string_view short_dtype(DType t) {
+  switch (t) {
+    case DType::UInt8:
+      return "u8";
+    case DType::Int8:
+      return "i8";
+    case DType::Int16:
+      return "i16";
+    case DType::Int32:
+      return "i32";
+    case DType::Int64:
+      return "i64";
+    case DType::Float16:
+      return "f16";
+    case DType::Float32:
+      return "f32";
+    case DType::Float64:
+      return "f64";
+    case DType::Bool:
+      return "bool";
+    case DType::BFloat16:
+      return "bf16";
+    default:
+      return "?";
+  }
+}
+
+// "all_reduce(f32[1024], SUM)", "broadcast(f32[2, 3], root=0)", "barrier()".
+std::string describe(const Fingerprint& f, const ProcessGroup& pg) {
+  std::ostringstream os;
+  os << coll_name(static_cast<Coll>(f.coll)) << "(";
+  bool first = true;
+  if (f.dtype >= 0) {
+    os << short_dtype(static_cast<DType>(f.dtype)) << "[";
+    if (f.ndim <= kMaxFpDims) {
+      for (int i = 0; i < f.ndim; ++i) os << (i ? ", " : "") << f.shape[i];
+    } else {
+      os << f.numel << " elements in " << int(f.ndim) << " dims";
+    }
+    os << "]";
+    first = false;
+  }
+  if (f.reduce != 0xff) {
+    os << (first ? "" : ", ") << reduce_op_name(static_cast<ReduceOp>(f.reduce));
+    first = false;
+  }
+  if (f.root >= 0) os << (first ? "" : ", ") << "root=" << pg.global_rank(f.root);
+  os << ")";
+  return os.str();
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::ostringstream os;
+  os << (ranks.size() == 1 ? "rank " : "ranks ");
+  for (size_t i = 0; i < ranks.size(); ++i) os << (i ? ", " : "") << ranks[i];
+  return os.str();
+}
+
+// ---------------------------------------------------------------- work handles
+
+class WorkImpl : public Work {
+ public:
+  // run_inline: offered the chance to run the operation on the waiting thread
+  // (Note [One worker per group]); returns whether it did.
+  WorkImpl(std::string what, std::function<bool(WorkImpl*)> run_inline)
+      : what_(std::move(what)), run_inline_(std::move(run_inline)) {}
+  bool is_completed() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    return done_;
+  }
+  bool is_success() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    return done_ && !error_;
+  }
+  std::exception_ptr exception() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    return error_;
+  }
+  void wait(milliseconds timeout) override {
+    // Only an unbounded wait may run the operation itself (which ignores the limit).
+    if (timeout == milliseconds::max() && run_inline_ && !is_completed()) run_inline_(this);
+    std::unique_lock<std::mutex> l(mu_);
+    if (timeout == milliseconds::max()) {
+      cv_.wait(l, [&] { return done_; });
+    } else if (!cv_.wait_for(l, timeout, [&] { return done_; })) {
+      EMBER_ERROR("[wait] ", what_, " did not complete within ", timeout.count(), " ms");
+    }
+    if (error_) std::rethrow_exception(error_);
+  }
+  void finish(std::exception_ptr e) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      done_ = true;
+      error_ = e;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::string what_;
+  std::function<bool(WorkImpl*)> run_inline_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::exception_ptr error_;
+};
+
+// ---------------------------------------------------------------- Gloo's store
+
+// Gloo's rendezvous reads and writes through ember's store.
+class GlooStoreAdapter : public gloo::rendezvous::Store {
+ public:
+  explicit GlooStoreAdapter(std::shared_ptr<distributed::Store> s) : s_(std::move(s)) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    s_->set(key, Bytes(data.begin(), data.end()));
+  }
+  std::vector<char> get(const std::string& key) override {
+    Bytes b = s_->get(key);
+    return std::vector<char>(b.begin(), b.end());
+  }
+  void wait(const std::vector<std::string>& keys) override { s_->wait(keys); }
+  void wait(const std::vector<std::string>& keys, const milliseconds& timeout) override { s_->wait(keys, timeout); }
+
+ private:
+  std::shared_ptr<distributed::Store> s_;
+};
+
+// ---------------------------------------------------------------- reductions
+
+template <typename T>
+void reduce_sum(void* c, const void* a, const void* b, size_t n) {
+  auto* o = static_cast<T*>(c);
+  auto* x = static_cast<const T*>(a);
+  auto* y = static_cast<const T*>(b);
+  for (size_t i = 0; i < n; ++i) o[i] = static_cast<T>(x[i] + y[i]);
+}
+template <typename T>
+void reduce_prod(void* c, const void* a, const void* b, size_t n) {
+  auto* o = static_cast<T*>(c);
+  auto* x = static_cast<const T*>(a);
+  auto* y = static_cast<const T*>(b);
+  for (size_t i = 0; i < n; ++i) o[i] = static_cast<T>(x[i] * y[i]);
+}
+template <typename T>
+void reduce_min(void* c, const void* a, const void* b, size_t n) {
+  auto* o = static_cast<T*>(c);
+  auto* x = static_cast<const T*>(a);
+  auto* y = static_cast<const T*>(b);
+  for (size_t i = 0; i < n; ++i) o[i] = y[i] < x[i] ? y[i] : x[i];
+}
+template <typename T>
+void reduce_max(void* c, const void* a, const void* b, size_t n) {
+  auto* o = static_cast<T*>(c);
+  auto* x = static_cast<const T*>(a);
+  auto* y = static_cast<const T*>(b);
+  for (size_t i = 0; i < n; ++i) o[i] = y[i] > x[i] ? y[i] : x[i];
+}
+
+using ReduceFn = void (*)(void*, const void*, const void*, size_t);
+
+template <typename T>
+ReduceFn pick(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::SUM:
+    case ReduceOp::AVG:
+      return &reduce_sum<T>;
+    case ReduceOp::PRODUCT:
+      return &reduce_prod<T>;
+    case ReduceOp::MIN:
+      return &reduce_min<T>;
+    case ReduceOp::MAX:
+      return &reduce_max<T>;
+  }
+  return nullptr;
+}
+
+// The reduction for a buffer of dtype t (16-bit floats are reduced as float32).
+ReduceFn reduce_fn(DType t, ReduceOp op) {
+  switch (t) {
+    case DType::UInt8:
+      return pick<uint8_t>(op);
+    case DType::Int8:
+      return pick<int8_t>(op);
+    case DType::Int16:
+      return pick<int16_t>(op);
+    case DType::Int32:
+      return pick<int32_t>(op);
+    case DType::Int64:
+      return pick<int64_t>(op);
+    case DType::Float32:
+      return pick<float>(op);
+    case DType::Float64:
+      return pick<double>(op);
+    default:
+      return nullptr;
+  }
+}
+
+// ---------------------------------------------------------------- buffers
+
+// The contiguous buffer a collective works on for tensor t, and how to put the result
+// back: t itself when it is contiguous (and, for reductions, of a type Gloo reduces),
+// otherwise a contiguous copy (float32 for 16-bit floats when reducing) written back
+// after the collective.
+struct Buffer {
+  Tensor user;
+  Tensor work;
+  bool write_back = false;
+  uint8_t* bytes() const { return static_cast<uint8_t*>(work.data_ptr()); }
+  size_t nbytes() const { return work.nbytes(); }
+  void finish() {
+    if (write_back) {
+      NoGradGuard ng;
+      user.copy_(work);
+    }
+  }
+};
+
+Buffer make_buffer(const Tensor& t, bool reducing, bool copy_in = true) {
+  Buffer b;
+  b.user = t;
+  NoGradGuard ng;
+  const bool widen = reducing && (t.dtype() == kFloat16 || t.dtype() == kBFloat16);
+  if (widen) {
+    b.work = t.detach().to(kFloat32, /*copy=*/true).contiguous();
+    b.write_back = true;
+  } else if (t.is_contiguous()) {
+    b.work = t.detach();
+  } else {
+    b.work = copy_in ? t.detach().contiguous() : empty(t.sizes(), t.options());
+    b.write_back = true;
+  }
+  return b;
+}
+
+// Gloo's typed setters only use sizeof(T): pass the buffer by its element size.
+template <typename Options>
+void set_output(Options& o, void* p, size_t nbytes, size_t elem) {
+  switch (elem) {
+    case 1:
+      o.template setOutput<uint8_t>(static_cast<uint8_t*>(p), nbytes);
+      break;
+    case 2:
+      o.template setOutput<uint16_t>(static_cast<uint16_t*>(p), nbytes / 2);
+      break;
+    case 4:
+      o.template setOutput<uint32_t>(static_cast<uint32_t*>(p), nbytes / 4);
+      break;
+    default:
+      o.template setOutput<uint64_t>(static_cast<uint64_t*>(p), nbytes / 8);
+  }
+}
+template <typename Options>
+void set_input(Options& o, void* p, size_t nbytes, size_t elem) {
+  switch (elem) {
+    case 1:
+      o.template setInput<uint8_t>(static_cast<uint8_t*>(p), nbytes);
+      break;
+    case 2:
+      o.template setInput<uint16_t>(static_cast<uint16_t*>(p), nbytes / 2);
+      break;
+    case 4:
+      o.template setInput<uint32_t>(static_cast<uint32_t*>(p), nbytes / 4);
+      break;
+    default:
+      o.template setInput<uint64_t>(static_cast<uint64_t*>(p), nbytes / 8);
+  }
+}
+
+bool env_flag(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  const std::string s(v);
+  return !(s == "0" || s == "false" || s == "FALSE" || s == "off" || s == "OFF" || s == "no");
+}
+
+constexpr uint8_t kP2PSlotPrefix = 0x40;
+
+// A point-to-point operation, completed by wait().
+class P2PWork : public Work {
+ public:
+  P2PWork(std::string what, std::unique_ptr<gloo::transport::UnboundBuffer> buf, Buffer b, bool is_recv,
+          milliseconds timeout, int* source_rank, std::vector<int> ranks)
+      : what_(std::move(what)),
+        buf_(std::move(buf)),
+        b_(std::move(b)),
+        recv_(is_recv),
+        timeout_(timeout),
+        source_(source_rank),
+        ranks_(std::move(ranks)) {}
+  ~P2PWork() override {
+    // An operation never waited for still references the tensor's memory: wait for it
+    // (bounded by the timeout) so that Gloo never writes into freed memory.
+    try {
+      wait(milliseconds::max());
+    } catch (...) {
+    }
+  }
+  bool is_completed() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    return done_;
+  }
+  bool is_success() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    return done_ && !error_;
+  }
+  std::exception_ptr exception() const override {
+    std::lock_guard<std::mutex> l(mu_);
+    return error_;
+  }
+  void wait(milliseconds timeout) override {
+    std::lock_guard<std::mutex> l(mu_);
+    if (!done_) {
+      const milliseconds t = std::min(timeout, timeout_);
+      try {
+        int src = -1;
+        const bool ok = recv_ ? buf_->waitRecv(&src, t) : buf_->waitSend(&src, t);
+        EMBER_CHECK(ok, "[", what_, "] was aborted");
+        if (recv_) {
+          b_.finish();
+          if (source_) *source_ = ranks_.empty() ? src : ranks_.at(static_cast<size_t>(src));
+        }
+      } catch (const gloo::Exception& e) {
+        error_ = std::make_exception_ptr(Error("[" + what_ + "] did not complete within " +
+                                               std::to_string(t.count()) + " ms (" + e.what() + ")"));
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+      done_ = true;
+    }
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  std::string what_;
+  std::unique_ptr<gloo::transport::UnboundBuffer> buf_;
+  Buffer b_;
+  bool recv_;
+  milliseconds timeout_;
+  int* source_;
+  std::vector<int> ranks_;
+  mutable std::mutex mu_;
+  bool done_ = false;
+  std::exception_ptr error_;
+};
+
+// ---------------------------------------------------------------- the group
+
+class ProcessGroupGloo final : public ProcessGroup {
+ public:
+  ProcessGroupGloo(std::shared_ptr<Store> store, int rank, int size, Options options, std::vector<int> ranks)
+      : ProcessGroup(rank, size, std::move(options), std::move(ranks)), store_(std::move(store)) {
+    EMBER_CHECK(size >= 1 && rank >= 0 && rank < size, "[init_process_group] rank ", rank,
+                " is out of range for world_size ", size);
+    if (!env_flag("EMBER_DISTRIBUTED_CHECKS", true)) options_.check_collectives = false;
+    // Gloo writes to sockets without MSG_NOSIGNAL: a peer that died would kill this
+    // process with SIGPIPE instead of failing the collective (Python ignores SIGPIPE, so
+    // PyTorch never meets this). Ignore it unless the program installed its own handler.
+    struct sigaction old {};
+    if (::sigaction(SIGPIPE, nullptr, &old) == 0 && old.sa_handler == SIG_DFL) ::signal(SIGPIPE, SIG_IGN);
+    gloo::transport::tcp::attr attr;
+    if (!options_.interface_name.empty()) {
+      attr.iface = options_.interface_name;
+    } else {
+      attr.hostname = options_.hostname.empty() ? "127.0.0.1" : options_.hostname;
+    }
+    try {
+      device_ = gloo::transport::tcp::CreateDevice(attr);
+      context_ = std::make_shared<gloo::rendezvous::Context>(rank, size);
+      context_->setTimeout(options_.timeout);
+      GlooStoreAdapter adapter(store_);
+      context_->connectFullMesh(adapter, device_);
+    } catch (const gloo::Exception& e) {
+      EMBER_ERROR("[init_process_group] rank ", global_rank(rank), " could not connect to the other ", size - 1,
+                  " rank", size == 2 ? "" : "s", " within ", options_.timeout.count(), " ms: ", e.what());
+    }
+    worker_ = std::thread([this] { loop(); });
+    if (size > 1) publisher_ = std::thread([this] { publish_loop(); });
+  }
+
+  ~ProcessGroupGloo() override {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (worker_.joinable()) worker_.join();
+    {
+      std::lock_guard<std::mutex> l(progress_mu_);
+      stop_publishing_ = true;
+    }
+    progress_cv_.notify_all();
+    if (publisher_.joinable()) publisher_.join();
+  }
+
+  std::string backend() const override { return "gloo"; }
+  uint64_t sequence_number() const override { return seq_.load(); }
+
+  // ---- collectives ----
+
+  WorkPtr all_reduce(const Tensor& t, ReduceOp op) override {
+    check_tensor("all_reduce", t, true, op);
+    Fingerprint fp = fingerprint(Coll::AllReduce, t, op, -1);
+    return enqueue("all_reduce", fp, [this, t, op](uint32_t tag) mutable {
+      Buffer b = make_buffer(t, true);
+      if (size_ > 1) {
+        gloo::AllreduceOptions o(context_);
+        set_output(o, b.work.data_ptr(), b.nbytes(), b.work.element_size());
+        o.setReduceFunction(reduce_fn(b.work.dtype(), op));
+        o.setTag(tag);
+        o.setTimeout(options_.timeout);
+        gloo::allreduce(o);
+      }
+      if (op == ReduceOp::AVG) {
+        NoGradGuard ng;
+        b.work.div_(size_);
+      }
+      b.finish();
+    });
+  }
+
+  WorkPtr broadcast(const Tensor& t, int root) override {
+    check_tensor("broadcast", t, false, std::nullopt);
+    check_root("broadcast", root, "src");
+    Fingerprint fp = fingerprint(Coll::Broadcast, t, std::nullopt, root);
+    return enqueue("broadcast", fp, [this, t, root](uint32_t tag) mutable {
+      Buffer b = make_buffer(t, false, rank_ == root);
+      if (size_ > 1) {
+        gloo::BroadcastOptions o(context_);
+        set_output(o, b.work.data_ptr(), b.nbytes(), 1);
+        o.setRoot(root);
+        o.setTag(tag);
+        o.setTimeout(options_.timeout);
+        gloo::broadcast(o);
+      }
+      b.finish();
+    });
+  }
+
+  WorkPtr reduce(const Tensor& t, int root, ReduceOp op) override {
+    check_tensor("reduce", t, true, op);
+    check_root("reduce", root, "dst");
+    Fingerprint fp = fingerprint(Coll::Reduce, t, op, root);
+    return enqueue("reduce", fp, [this, t, root, op](uint32_t tag) mutable {
+      Buffer b = make_buffer(t, true);
+      if (size_ > 1) {
+        gloo::ReduceOptions o(context_);
+        set_output(o, b.work.data_ptr(), b.nbytes(), b.work.element_size());
+        o.setRoot(root);
+        o.setReduceFunction(reduce_fn(b.work.dtype(), op));
+        o.setTag(tag);
+        o.setTimeout(options_.timeout);
+        gloo::reduce(o);
+      }
+      if (rank_ == root) {
+        if (op == ReduceOp::AVG) {
+          NoGradGuard ng;
+          b.work.div_(size_);
+        }
+        b.finish();
+      }
+    });
+  }
+
+  WorkPtr all_gather(const std::vector<Tensor>& outputs, const Tensor& input) override {
+    check_tensor("all_gather", input, false, std::nullopt);
+    check_list("all_gather", "tensor_list", outputs, input);
+    Fingerprint fp = fingerprint(Coll::AllGather, input, std::nullopt, -1);
+    return enqueue("all_gather", fp, [this, outputs, input](uint32_t tag) mutable {
+      NoGradGuard ng;
+      Tensor in = input.detach().contiguous();
+      Tensor flat = empty({static_cast<int64_t>(size_) * input.numel()}, input.options());
+      gather_all(in, flat, tag);
+      for (int r = 0; r < size_; ++r) {
+        Tensor(outputs[static_cast<size_t>(r)]).copy_(
+            flat.narrow(0, r * input.numel(), input.numel()).view(input.sizes()));
+      }
+    });
+  }
+
+  WorkPtr all_gather_into_tensor(const Tensor& output, const Tensor& input) override {
+    check_tensor("all_gather_into_tensor", input, false, std::nullopt);
+    check_tensor("all_gather_into_tensor", output, false, std::nullopt);
+    EMBER_CHECK(output.dtype() == input.dtype() && output.numel() == input.numel() * size_,
+                "[all_gather_into_tensor] the output (", output.dtype(), " with ", output.numel(),
+                " elements) must have the input's dtype (", input.dtype(), ") and world_size (", size_,
+                ") times its elements (", input.numel() * size_, ")");
+    Fingerprint fp = fingerprint(Coll::AllGather, input, std::nullopt, -1);
+    return enqueue("all_gather_into_tensor", fp, [this, output, input](uint32_t tag) mutable {
+      NoGradGuard ng;
+      Tensor in = input.detach().contiguous();
+      Buffer out = make_buffer(output, false, false);
+      gather_all(in, out.work, tag);
+      out.finish();
+    });
+  }
+
+  WorkPtr reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs, ReduceOp op) override {
+    check_tensor("reduce_scatter", output, true, op);
+    check_list("reduce_scatter", "input_list", inputs, output);
+    Fingerprint fp = fingerprint(Coll::ReduceScatter, output, op, -1);
+    return enqueue("reduce_scatter", fp, [this, output, inputs, op](uint32_t tag) mutable {
+      NoGradGuard ng;
+      // Reduced whole, then each rank keeps its part (Gloo 0.5 has no reduce-scatter
+      // with the unbound-buffer interface).
+      const DType wt = (output.dtype() == kFloat16 || output.dtype() == kBFloat16) ? kFloat32 : output.dtype();
+      std::vector<Tensor> flat_parts;
+      for (const auto& t : inputs) flat_parts.push_back(t.detach().reshape({-1}).to(wt));
+      Tensor flat = cat(flat_parts, 0).contiguous();
+      if (size_ > 1) {
+        gloo::AllreduceOptions o(context_);
+        set_output(o, flat.data_ptr(), flat.nbytes(), flat.element_size());
+        o.setReduceFunction(reduce_fn(wt, op));
+        o.setTag(tag);
+        o.setTimeout(options_.timeout);
+        gloo::allreduce(o);
+      }
+      Tensor mine = flat.narrow(0, rank_ * output.numel(), output.numel());
+      if (op == ReduceOp::AVG) mine = mine / static_cast<double>(size_);
+      Tensor(output).copy_(mine.view(output.sizes()));
+    });
+  }
+
+  WorkPtr gather(const Tensor& input, const std::vector<Tensor>& outputs, int root) override {
+    check_tensor("gather", input, false, std::nullopt);
+    check_root("gather", root, "dst");
+    if (rank_ == root) {
+      check_list("gather", "gather_list", outputs, input);
+    } else {
+      EMBER_CHECK(outputs.empty(), "[gather] gather_list must be empty on ranks other than dst (rank ",
+                  global_rank(rank_), " passed ", outputs.size(), " tensors; dst is rank ", global_rank(root), ")");
+    }
+    Fingerprint fp = fingerprint(Coll::Gather, input, std::nullopt, root);
+    return enqueue("gather", fp, [this, input, outputs, root](uint32_t tag) mutable {
+      NoGradGuard ng;
+      Tensor in = input.detach().contiguous();
+      Tensor flat;
+      if (rank_ == root) flat = empty({static_cast<int64_t>(size_) * input.numel()}, input.options());
+      if (size_ > 1) {
+        gloo::GatherOptions o(context_);
+        set_input(o, in.data_ptr(), in.nbytes(), 1);
+        if (rank_ == root) set_output(o, flat.data_ptr(), flat.nbytes(), 1);
+        o.setRoot(root);
+        o.setTag(tag);
+        o.setTimeout(options_.timeout);
+        gloo::gather(o);
+      } else {
+        flat.copy_(in.reshape({-1}));
+      }
+      if (rank_ == root) {
+        for (int r = 0; r < size_; ++r)
+          Tensor(outputs[static_cast<size_t>(r)]).copy_(
+              flat.narrow(0, r * input.numel(), input.numel()).view(input.sizes()));
+      }
+    });
+  }
+
+  WorkPtr scatter(const Tensor& output, const std::vector<Tensor>& inputs, int root) override {
+    check_tensor("scatter", output, false, std::nullopt);
+    check_root("scatter", root, "src");
+    if (rank_ == root) {
+      check_list("scatter", "scatter_list", inputs, output);
+    } else {
+      EMBER_CHECK(inputs.empty(), "[scatter] scatter_list must be empty on ranks other than src (rank ",
+                  global_rank(rank_), " passed ", inputs.size(), " tensors; src is rank ", global_rank(root), ")");
+    }
+    Fingerprint fp = fingerprint(Coll::Scatter, output, std::nullopt, root);
+    return enqueue("scatter", fp, [this, output, inputs, root](uint32_t tag) mutable {
+      NoGradGuard ng;
+      Buffer out = make_buffer(output, false, false);
+      if (size_ > 1) {
+        std::vector<Tensor> ins;
+        std::vector<uint8_t*> ptrs;
+        gloo::ScatterOptions o(context_);
+        if (rank_ == root) {
+          for (const auto& t : inputs) {
+            ins.push_back(t.detach().contiguous());
+            ptrs.push_back(static_cast<uint8_t*>(ins.back().data_ptr()));
+          }
+          o.setInputs<uint8_t>(ptrs, out.nbytes());
+        }
+        o.setOutput<uint8_t>(out.bytes(), out.nbytes());
+        o.setRoot(root);
+        o.setTag(tag);
+        o.setTimeout(options_.timeout);
+        gloo::scatter(o);
+      } else {
+        out.work.copy_(inputs[0]);
+      }
+      out.finish();
+    });
+  }
+
+  WorkPtr all_to_all(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs) override {
+    EMBER_CHECK(!inputs.empty(), "[all_to_all] input_tensor_list is empty; it needs world_size (", size_,
+                ") tensors");
+    check_tensor("all_to_all", inputs[0], false, std::nullopt);
+    check_list("all_to_all", "input_tensor_list", inputs, inputs[0]);
+    check_list("all_to_all", "output_tensor_list", outputs, inputs[0]);
+    Fingerprint fp = fingerprint(Coll::AllToAll, inputs[0], std::nullopt, -1);
+    return enqueue("all_to_all", fp, [this, outputs, inputs](uint32_t tag) mutable {
+      NoGradGuard ng;
+      std::vector<Tensor> parts;
+      for (const auto& t : inputs) parts.push_back(t.detach().reshape({-1}));
+      Tensor in = cat(parts, 0).contiguous();
+      Tensor out = empty_like(in);
+      exchange_all(in, out, tag);
+      const int64_t n = inputs[0].numel();
+      for (int r = 0; r < size_; ++r)
+        Tensor(outputs[static_cast<size_t>(r)]).copy_(out.narrow(0, r * n, n).view(inputs[0].sizes()));
+    });
+  }
+
+  WorkPtr all_to_all_single(const Tensor& output, const Tensor& input) override {
+    check_tensor("all_to_all_single", input, false, std::nullopt);
+    check_tensor("all_to_all_single", output, false, std::nullopt);
+    EMBER_CHECK(input.dim() >= 1 && input.size(0) % size_ == 0, "[all_to_all_single] the input's first dim (",
+                input.dim() ? input.size(0) : 0, ") must divide evenly by world_size (", size_,
+                "); uneven splits are not supported yet");
+    EMBER_CHECK(output.dtype() == input.dtype() && output.sizes() == input.sizes(),
+                "[all_to_all_single] the output (", short_dtype(output.dtype()), " ", output.sizes(),
+                ") must match the input (", short_dtype(input.dtype()), " ", input.sizes(), ")");
+    Fingerprint fp = fingerprint(Coll::AllToAll, input, std::nullopt, -1);
+    return enqueue("all_to_all_single", fp, [this, output, input](uint32_t tag) mutable {
+      NoGradGuard ng;
+      Tensor in = input.detach().contiguous();
+      Buffer out = make_buffer(output, false, false);
+      exchange_all(in, out.work, tag);
+      out.finish();
+    });
+  }
+
+  WorkPtr barrier() override {
+    Fingerprint fp;
+    fp.coll = static_cast<uint8_t>(Coll::Barrier);
+    return enqueue("barrier", fp, [this](uint32_t tag) mutable {
+      if (size_ == 1) return;
+      gloo::BarrierOptions o(context_);
+      o.setTag(tag);
+      o.setTimeout(options_.timeout);
+      gloo::barrier(o);
+    });
+  }
+
+  // ---- point to point ----
+
+  WorkPtr send(const Tensor& t, int dst, int tag) override {
+    check_tensor("send", t, false, std::nullopt);
+    EMBER_CHECK(dst >= 0 && dst < size_ && dst != rank_, "[send] dst ", dst, " must be another rank of the group (",
+                "this is rank ", rank_, " of ", size_, ")");
+    check_usable("send");
+    Buffer b = make_buffer(t, false);
+    auto buf = context_->createUnboundBuffer(b.work.data_ptr(), b.nbytes());
+    buf->send(dst, gloo::Slot::build(kP2PSlotPrefix, static_cast<uint32_t>(tag)));
+    return std::make_shared<P2PWork>("send to rank " + std::to_string(global_rank(dst)) + " (tag " +
+                                         std::to_string(tag) + ")",
+                                     std::move(buf), std::move(b), false, options_.timeout, nullptr, ranks_);
+  }
+
+  WorkPtr recv(const Tensor& t, int src, int tag, int* source_rank) override {
+    check_tensor("recv", t, false, std::nullopt);
+    EMBER_CHECK(src < size_ && src != rank_, "[recv] src ", src, " must be another rank of the group (this is rank ",
+                rank_, " of ", size_, ") or -1 for any");
+    check_usable("recv");
+    Buffer b = make_buffer(t, false, false);
+    auto buf = context_->createUnboundBuffer(b.work.data_ptr(), b.nbytes());
+    const auto slot = gloo::Slot::build(kP2PSlotPrefix, static_cast<uint32_t>(tag));
+    if (src >= 0) {
+      buf->recv(src, slot);
+    } else {
+      std::vector<int> others;
+      for (int r = 0; r < size_; ++r)
+        if (r != rank_) others.push_back(r);
+      buf->recv(others, slot);
+    }
+    const std::string what = src >= 0 ? "recv from rank " + std::to_string(global_rank(src)) : "recv from any rank";
+    return std::make_shared<P2PWork>(what + " (tag " + std::to_string(tag) + ")", std::move(buf), std::move(b), true,
+                                     options_.timeout, source_rank, ranks_);
+  }
+
+ private:
+  struct Task {
+    std::string op;
+    Fingerprint fp;
+    std::function<void(uint32_t)> body;
+    std::shared_ptr<WorkImpl> work;
+  };
+
+  // ---- argument checks (on the caller's thread, so errors name the call) ----
+
+  void check_tensor(const char* op, const Tensor& t, bool reducing, std::optional<ReduceOp> rop) const {
+    EMBER_CHECK(t.defined(), "[", op, "] the tensor is undefined");
+    EMBER_CHECK(t.is_cpu(), "[", op, "] the gloo backend works on CPU tensors; got one on ", t.device());
+    if (reducing) {
+      EMBER_CHECK(t.dtype() != kBool, "[", op, "] reductions of bool tensors are not supported; convert to uint8");
+      if (rop == ReduceOp::AVG) {
+        EMBER_CHECK(t.is_floating_point(), "[", op, "] ReduceOp::AVG needs a floating-point tensor; got ",
+                    t.dtype(), " (use SUM and divide, or convert)");
+      }
+    }
+    check_usable(op);
+  }
+
+  void check_root(const char* op, int root, const char* what) const {
+    EMBER_CHECK(root >= 0 && root < size_, "[", op, "] ", what, " rank ", root, " is not in the group of size ", size_);
+  }
+
+  void check_list(const char* op, const char* name, const std::vector<Tensor>& list, const Tensor& like) const {
+    EMBER_CHECK(static_cast<int>(list.size()) == size_, "[", op, "] ", name, " has ", list.size(),
+                " tensors; it needs one per rank (", size_, ")");
+    for (size_t i = 0; i < list.size(); ++i) {
+      const Tensor& t = list[i];
+      EMBER_CHECK(t.defined() && t.dtype() == like.dtype() && t.sizes() == like.sizes(), "[", op, "] ", name, "[", i,
+                  "] is ", t.defined() ? std::string(short_dtype(t.dtype())) : std::string("undefined"),
+                  t.defined() ? t.sizes() : IntArrayRef{}, "; every entry must be ", short_dtype(like.dtype()),
+                  like.sizes(), " like the tensor it pairs with");
+    }
+  }
+
+  void check_usable(const char* op) const {
+    std::lock_guard<std::mutex> l(mu_);
+    EMBER_CHECK(broken_.empty(), "[", op, "] the process group is unusable after an earlier failure: ", broken_);
+  }
+
+  Fingerprint fingerprint(Coll c, const Tensor& t, std::optional<ReduceOp> op, int root) const {
+    Fingerprint f;
+    f.coll = static_cast<uint8_t>(c);
+    f.dtype = static_cast<int8_t>(t.dtype());
+    f.ndim = static_cast<uint8_t>(std::min<int64_t>(t.dim(), 255));
+    f.numel = t.numel();
+    for (int64_t i = 0; i < std::min<int64_t>(t.dim(), kMaxFpDims); ++i) f.shape[i] = t.size(i);
+    if (op) f.reduce = static_cast<uint8_t>(*op);
+    f.root = root;
+    return f;
+  }
+
+  // ---- the worker ----
+
+  WorkPtr enqueue(const char* op, Fingerprint fp, std::function<void(uint32_t)> body) {
+    auto work = std::make_shared<WorkImpl>(std::string(op), [this](WorkImpl* w) { return run_inline(w); });
+    Task task;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      fp.seq = ++seq_;
+      task = Task{op, fp, std::move(body), work};
+      if (!detail::SynchronousCall::active() || busy_ || !queue_.empty()) {
+        queue_.push_back(std::move(task));
+        task.work = nullptr;
+      } else {
+        busy_ = true;  // a synchronous call with nothing ahead of it: run it right here
+      }
+    }
+    if (task.work) {
+      execute(task);
+    } else {
+      cv_.notify_one();
+    }
+    return work;
+  }
+
+  void loop() {
+    while (true) {
+      Task task;
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return stop_ || (!queue_.empty() && !busy_); });
+        if (queue_.empty()) return;  // stopping, nothing left
+        task = std::move(queue_.front());
+        queue_.pop_front();
+        busy_ = true;
+      }
+      execute(task);
+    }
+  }
+
+  void execute(Task& task) {
+    try {
+      run(task);
+      task.work->finish(nullptr);
+    } catch (...) {
+      task.work->finish(std::current_exception());
+    }
+    bool more = false;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      busy_ = false;
+      more = !queue_.empty();
+    }
+    if (more) cv_.notify_all();
+  }
+
+  // A thread waiting for w runs it itself when w is next in line and nothing runs: a
+  // synchronous collective then costs no hand-over to the worker and back.
+  bool run_inline(WorkImpl* w) {
+    Task task;
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (busy_ || queue_.empty() || queue_.front().work.get() != w) return false;
+      task = std::move(queue_.front());
+      queue_.pop_front();
+      busy_ = true;
+    }
+    execute(task);
+    return true;
+  }
+
+  void run(const Task& task) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      EMBER_CHECK(broken_.empty(), "[", task.op, "] the process group is unusable after an earlier failure: ", broken_);
+    }
+    {
+      // The publisher thread records it in the store (Note [Progress records]).
+      std::lock_guard<std::mutex> l(progress_mu_);
+      started_ = task.fp;
+    }
+    const uint32_t tag = static_cast<uint32_t>(task.fp.seq * 2);
+    try {
+      if (options_.check_collectives && size_ > 1) exchange_fingerprints(task, tag);
+      task.body(tag + 1);
+    } catch (const gloo::Exception& e) {
+      fail(task, describe(task.fp, *this), e.what());
+    } catch (const gloo::EnforceNotMet& e) {
+      fail(task, describe(task.fp, *this), e.what());
+    }
+  }
+
+  [[noreturn]] void fail(const Task& task, const std::string& what, const std::string& gloo_msg) {
+    {
+      std::string msg = diagnose(task, what, gloo_msg);
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        broken_ = "collective #" + std::to_string(task.fp.seq) + " " + what + " failed";
+      }
+      throw Error("[" + task.op + "] " + msg);
+    }
+  }
+
+  void publish_loop() {
+    uint64_t published = 0;
+    std::unique_lock<std::mutex> l(progress_mu_);
+    while (!stop_publishing_) {
+      progress_cv_.wait_for(l, kPublishPeriod);
+      if (started_.seq == published) continue;
+      const Fingerprint fp = started_;
+      l.unlock();
+      const std::string rec = std::to_string(fp.seq) + "|" + describe(fp, *this);
+      try {
+        store_->set_nowait("progress/" + std::to_string(rank_), Bytes(rec.begin(), rec.end()));
+      } catch (...) {
+        // The store is gone (its host exited): the diagnosis will say so.
+      }
+      published = fp.seq;
+      l.lock();
+    }
+  }
+
+  void exchange_fingerprints(const Task& task, uint32_t tag) {
+    std::vector<Fingerprint> all(static_cast<size_t>(size_));
+    gloo::AllgatherOptions o(context_);
+    o.setInput<uint8_t>(reinterpret_cast<uint8_t*>(const_cast<Fingerprint*>(&task.fp)), sizeof(Fingerprint));
+    o.setOutput<uint8_t>(reinterpret_cast<uint8_t*>(all.data()), sizeof(Fingerprint) * all.size());
+    o.setTag(tag);
+    o.setTimeout(options_.timeout);
+    gloo::allgather(o);
+    bool same = std::all_of(all.begin(), all.end(), [&](const Fingerprint& f) { return f == all[0]; });
+    if (same) return;
+    // Group the ranks by what they called, in rank order of first appearance.
+    std::vector<std::pair<Fingerprint, std::vector<int>>> groups;
+    for (int r = 0; r < size_; ++r) {
+      const Fingerprint& f = all[static_cast<size_t>(r)];
+      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == f; });
+      if (it == groups.end()) {
+        groups.push_back({f, {global_rank(r)}});
+      } else {
+        it->second.push_back(global_rank(r));
+      }
+    }
+    std::ostringstream os;
+    os << "[" << task.op << "] collective #" << task.fp.seq << " mismatch: ";
+    for (size_t i = 0; i < groups.size(); ++i) {
+      os << (i ? ", " : "") << rank_list(groups[i].second) << " called " << describe(groups[i].first, *this);
+      if (groups[i].first.seq != task.fp.seq) os << " as collective #" << groups[i].first.seq;
+    }
+    os << "; every rank of a group must issue the same collectives in the same order";
+    throw Error(os.str());
+  }
+
+  // Why a collective failed: which ranks never reached it (from the store's progress
+  // records), else the transport's own words.
+  std::string diagnose(const Task& task, const std::string& what, const std::string& gloo_msg) {
+    std::ostringstream os;
+    const bool timed_out = gloo_msg.find("imed out") != std::string::npos;
+    os << "collective #" << task.fp.seq << " " << what
+       << (timed_out ? " did not complete within " + std::to_string(options_.timeout.count()) + " ms"
+                     : " failed");
+    std::vector<int> missing, arrived;
+    std::vector<std::string> last;
+    bool store_ok = true;
+    std::this_thread::sleep_for(2 * kPublishPeriod);  // Note [Progress records]
+    try {
+      for (int r = 0; r < size_; ++r) {
+        const std::string key = "progress/" + std::to_string(r);
+        std::string rec;
+        if (store_->check({key})) rec = store_->get_string(key);
+        const uint64_t s = rec.empty() ? 0 : std::strtoull(rec.c_str(), nullptr, 10);
+        if (s >= task.fp.seq) {
+          arrived.push_back(global_rank(r));
+        } else {
+          missing.push_back(global_rank(r));
+          const auto bar = rec.find('|');
+          last.push_back(rec.empty() ? "no collective of it was recorded"
+                                     : "its last recorded collective was #" + rec.substr(0, bar) + " " +
+                                           (bar == std::string::npos ? "" : rec.substr(bar + 1)));
+        }
+      }
+    } catch (const std::exception&) {
+      store_ok = false;
+    }
+    if (!store_ok) {
+      os << ": the store is unreachable too (the process hosting it, usually rank 0, may have exited)";
+    } else if (!missing.empty()) {
+      os << ": " << rank_list(missing) << " never arrived (";
+      for (size_t i = 0; i < missing.size(); ++i)
+        os << (i ? "; " : "") << (missing.size() > 1 ? "rank " + std::to_string(missing[i]) + ": " : "") << last[i];
+      os << "); " << rank_list(arrived) << " reached it";
+    } else {
+      os << ": every rank reached it, then the transport failed (a rank may have crashed or been killed)";
+    }
+    os << ". Transport: " << gloo_msg << ". The process group is unusable now";
+    return os.str();
+  }
+
+  void gather_all(const Tensor& in, const Tensor& out, uint32_t tag) {
+    if (size_ == 1) {
+      std::memcpy(out.data_ptr(), in.data_ptr(), in.nbytes());
+      return;
+    }
+    gloo::AllgatherOptions o(context_);
+    o.setInput<uint8_t>(static_cast<uint8_t*>(in.data_ptr()), in.nbytes());
+    o.setOutput<uint8_t>(static_cast<uint8_t*>(out.data_ptr()), out.nbytes());
+    o.setTag(tag);
+    o.setTimeout(options_.timeout);
+    gloo::allgather(o);
+  }
+
+  void exchange_all(const Tensor& in, const Tensor& out, uint32_t tag) {
+    if (size_ == 1) {
+      std::memcpy(out.data_ptr(), in.data_ptr(), in.nbytes());
+      return;
+    }
+    gloo::AlltoallOptions o(context_);
+    o.setInput<uint8_t>(static_cast<uint8_t*>(in.data_ptr()), in.nbytes());
+    o.setOutput<uint8_t>(static_cast<uint8_t*>(out.data_ptr()), out.nbytes());
+    o.setTag(tag);
+    o.setTimeout(options_.timeout);
+    gloo::alltoall(o);
+  }
+
+  std::shared_ptr<Store> store_;
+  std::shared_ptr<gloo::transport::Device> device_;
+  std::shared_ptr<gloo::rendezvous::Context> context_;
+  std::thread worker_;
+  // Note [Progress records]: which collective this rank has reached goes to the store as
+  // "progress/<rank>" = "<seq>|<description>" for the timeout diagnosis. A write per
+  // collective would wake the store's thread on rank 0 every time, so a publisher thread
+  // writes the latest one at most every kPublishPeriod instead; diagnose() waits twice
+  // that long before reading, so every rank that reached the failed collective has
+  // published it by then.
+  static constexpr std::chrono::milliseconds kPublishPeriod{50};
+  std::thread publisher_;
+  std::mutex progress_mu_;
+  std::condition_variable progress_cv_;
+  Fingerprint started_;  // seq 0: none yet
+  bool stop_publishing_ = false;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  bool stop_ = false;
+  bool busy_ = false;  // a task runs (on the worker or on a waiting thread)
+  std::atomic<uint64_t> seq_{0};
+  std::string broken_;
+};
+
+}  // namespace
+
+ProcessGroupPtr make_gloo_process_group(std::shared_ptr<Store> store, int rank, int size,
+                                        ProcessGroup::Options options, std::vector<int> ranks) {
+  EMBER_CHECK(store != nullptr, "[init_process_group] the store is null");
+  return std::make_shared<ProcessGroupGloo>(std::move(store), rank, size, std::move(options), std::move(ranks));
+}
+
+}  // namespace ember::distributed
