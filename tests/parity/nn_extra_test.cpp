@@ -70,9 +70,9 @@ TEST(NNExtraParity, Activations) {
        [](const TV& v) { return TF::logsigmoid(v[0]); }, {x}},
       {"mish", [](const EV& v) { return EF::mish(v[0]); }, [](const TV& v) { return TF::mish(v[0]); }, {x}},
       {"hardswish", [](const EV& v) { return EF::hardswish(v[0] * 4); },
-       [](const TV& v) { return TF::hardswish(v[0] * 4); }, {x}},
+       [](const TV& v) { return torch::hardswish(v[0] * 4); }, {x}},
       {"hardsigmoid", [](const EV& v) { return EF::hardsigmoid(v[0] * 4); },
-       [](const TV& v) { return TF::hardsigmoid(v[0] * 4); }, {x}},
+       [](const TV& v) { return torch::hardsigmoid(v[0] * 4); }, {x}},
       {"softmin", [](const EV& v) { return EF::softmin(v[0], EF::SoftminFuncOptions(1)); },
        [](const TV& v) { return TF::softmin(v[0], TF::SoftminFuncOptions(1)); }, {x}},
       {"prelu", [](const EV& v) { return EF::prelu(v[0], v[1]); }, [](const TV& v) { return TF::prelu(v[0], v[1]); },
@@ -88,7 +88,7 @@ TEST(NNExtraParity, ConvAndPool3d) {
        [](const TV& v) {
          return TF::conv3d(v[0], v[1], TF::Conv3dFuncOptions().bias(v[2]).stride({1, 2, 1}).padding({1, 0, 1}).dilation({2, 1, 1}));
        },
-       {R({2, 4, 6, 5, 5}), R({6, 2, 2, 3, 2}), R({6})}},
+       {R({2, 4, 6, 5, 5}), R({6, 4, 2, 3, 2}), R({6})}},
       {"conv3d groups", [](const EV& v) { return EF::conv3d(v[0], v[1], EF::Conv3dFuncOptions().groups(2)); },
        [](const TV& v) { return TF::conv3d(v[0], v[1], TF::Conv3dFuncOptions().groups(2)); },
        {R({1, 4, 4, 4, 4}), R({6, 2, 2, 2, 2})}},
@@ -204,48 +204,51 @@ TEST(NNExtraParity, Losses) {
   ET cls = ember::tensor(std::vector<int64_t>{1, 0, 4, 2});
   ET ml = ember::tensor(std::vector<int64_t>{3, 0, -1, 1, 2, 1, 4, -1, 0, 0, 2, -1, 0, 0, 0, 4, 1, 2, 3, 0}).view({4, 5});
   ET bin = (R({4, 5}).gt(0)).to(ember::kFloat64);
+  ET mw = R({5}).abs();
+  ET py = y.abs() * 3, px = y.abs();
+  TT tsign = parity::to_torch(sign), tbin = parity::to_torch(bin), tpy = parity::to_torch(py), tpx = parity::to_torch(px);
   run({
-      {"hinge_embedding", [](const EV& v) { return EF::hinge_embedding_loss(v[0], v[1], EF::HingeEmbeddingLossFuncOptions().margin(0.5)); },
-       [](const TV& v) { return TF::hinge_embedding_loss(v[0], v[1], TF::HingeEmbeddingLossFuncOptions().margin(0.5)); },
-       {R({4}), sign}},
-      {"multi_margin", [](const EV& v) { return EF::multi_margin_loss(v[0], v[1], EF::MultiMarginLossFuncOptions().p(2).margin(0.7).weight(v[2])); },
-       [](const TV& v) { return TF::multi_margin_loss(v[0], v[1], TF::MultiMarginLossFuncOptions().p(2).margin(0.7).weight(v[2])); },
-       {x, cls, R({5}).abs()}},
-      {"cosine_embedding", [](const EV& v) {
-         return EF::cosine_embedding_loss(v[0], v[1], v[2], EF::CosineEmbeddingLossFuncOptions().margin(0.2));
+      {"hinge_embedding", [=](const EV& v) { return EF::hinge_embedding_loss(v[0], sign, EF::HingeEmbeddingLossFuncOptions().margin(0.5)); },
+       [=](const TV& v) { return TF::hinge_embedding_loss(v[0], tsign, TF::HingeEmbeddingLossFuncOptions().margin(0.5)); },
+       {R({4})}},
+      {"multi_margin", [mw](const EV& v) { return EF::multi_margin_loss(v[0], v[1], EF::MultiMarginLossFuncOptions().p(2).margin(0.7).weight(mw)); },
+       [mw](const TV& v) { return TF::multi_margin_loss(v[0], v[1], TF::MultiMarginLossFuncOptions().p(2).margin(0.7).weight(parity::to_torch(mw))); },
+       {x, cls}},
+      {"cosine_embedding", [=](const EV& v) {
+         return EF::cosine_embedding_loss(v[0], v[1], sign, EF::CosineEmbeddingLossFuncOptions().margin(0.2));
        },
-       [](const TV& v) { return TF::cosine_embedding_loss(v[0], v[1], v[2], TF::CosineEmbeddingLossFuncOptions().margin(0.2)); },
-       {x, y, sign}},
-      {"multilabel_margin", [](const EV& v) { return EF::multilabel_margin_loss(v[0], v[1]); },
-       [](const TV& v) { return TF::multilabel_margin_loss(v[0], v[1]); }, {x, ml}},
-      {"soft_margin", [](const EV& v) { return EF::soft_margin_loss(v[0], v[1], EF::SoftMarginLossFuncOptions(ember::kSum)); },
-       [](const TV& v) { return TF::soft_margin_loss(v[0], v[1], TF::SoftMarginLossFuncOptions(torch::kSum)); },
-       {R({4}), sign}},
-      {"multilabel_soft_margin", [](const EV& v) {
-         return EF::multilabel_soft_margin_loss(v[0], v[1], EF::MultilabelSoftMarginLossFuncOptions().weight(v[2]).reduction(ember::kNone));
+       [=](const TV& v) { return TF::cosine_embedding_loss(v[0], v[1], tsign, TF::CosineEmbeddingLossFuncOptions().margin(0.2)); },
+       {x, y}},
+      {"multilabel_margin", [=](const EV& v) { return EF::multilabel_margin_loss(v[0], v[1]); },
+       [=](const TV& v) { return TF::multilabel_margin_loss(v[0], v[1]); }, {x, ml}},
+      {"soft_margin", [=](const EV& v) { return EF::soft_margin_loss(v[0], sign, EF::SoftMarginLossFuncOptions(ember::kSum)); },
+       [=](const TV& v) { return TF::soft_margin_loss(v[0], tsign, TF::SoftMarginLossFuncOptions(torch::kSum)); },
+       {R({4})}},
+      {"multilabel_soft_margin", [=](const EV& v) {
+         return EF::multilabel_soft_margin_loss(v[0], bin, EF::MultilabelSoftMarginLossFuncOptions().weight(mw).reduction(ember::kNone));
        },
-       [](const TV& v) {
-         return TF::multilabel_soft_margin_loss(v[0], v[1], TF::MultilabelSoftMarginLossFuncOptions().weight(v[2]).reduction(torch::kNone));
+       [=](const TV& v) {
+         return TF::multilabel_soft_margin_loss(v[0], tbin, TF::MultilabelSoftMarginLossFuncOptions().weight(parity::to_torch(mw)).reduction(torch::kNone));
        },
-       {x, bin, R({5}).abs()}},
-      {"triplet_margin swap", [](const EV& v) { return EF::triplet_margin_loss(v[0], v[1], v[2], EF::TripletMarginLossFuncOptions().swap(true).p(1)); },
-       [](const TV& v) { return TF::triplet_margin_loss(v[0], v[1], v[2], TF::TripletMarginLossFuncOptions().swap(true).p(1)); },
+       {x}},
+      {"triplet_margin swap", [=](const EV& v) { return EF::triplet_margin_loss(v[0], v[1], v[2], EF::TripletMarginLossFuncOptions().swap(true).p(1)); },
+       [=](const TV& v) { return TF::triplet_margin_loss(v[0], v[1], v[2], TF::TripletMarginLossFuncOptions().swap(true).p(1)); },
        {x, y, R({4, 5})}},
-      {"triplet_margin_with_distance", [](const EV& v) { return EF::triplet_margin_with_distance_loss(v[0], v[1], v[2]); },
-       [](const TV& v) { return TF::triplet_margin_with_distance_loss(v[0], v[1], v[2]); }, {x, y, R({4, 5})}},
-      {"poisson_nll full", [](const EV& v) {
-         return EF::poisson_nll_loss(v[0], v[1], EF::PoissonNLLLossFuncOptions().full(true));
+      {"triplet_margin_with_distance", [=](const EV& v) { return EF::triplet_margin_with_distance_loss(v[0], v[1], v[2]); },
+       [=](const TV& v) { return TF::triplet_margin_with_distance_loss(v[0], v[1], v[2]); }, {x, y, R({4, 5})}},
+      {"poisson_nll full", [=](const EV& v) {
+         return EF::poisson_nll_loss(v[0], py, EF::PoissonNLLLossFuncOptions().full(true));
        },
-       [](const TV& v) { return TF::poisson_nll_loss(v[0], v[1], TF::PoissonNLLLossFuncOptions().full(true)); },
-       {x, y.abs() * 3}},
-      {"poisson_nll no log", [](const EV& v) {
-         return EF::poisson_nll_loss(v[0], v[1], EF::PoissonNLLLossFuncOptions().log_input(false));
+       [=](const TV& v) { return TF::poisson_nll_loss(v[0], tpy, TF::PoissonNLLLossFuncOptions().full(true)); },
+       {x}},
+      {"poisson_nll no log", [=](const EV& v) {
+         return EF::poisson_nll_loss(v[0], px, EF::PoissonNLLLossFuncOptions().log_input(false));
        },
-       [](const TV& v) { return TF::poisson_nll_loss(v[0], v[1], TF::PoissonNLLLossFuncOptions().log_input(false)); },
-       {x.abs() + 0.1, y.abs()}},
-      {"margin_ranking", [](const EV& v) { return EF::margin_ranking_loss(v[0], v[1], v[2], EF::MarginRankingLossFuncOptions().margin(0.3)); },
-       [](const TV& v) { return TF::margin_ranking_loss(v[0], v[1], v[2], TF::MarginRankingLossFuncOptions().margin(0.3)); },
-       {R({4}), R({4}), sign}},
+       [=](const TV& v) { return TF::poisson_nll_loss(v[0], tpx, TF::PoissonNLLLossFuncOptions().log_input(false)); },
+       {x.abs() + 0.1}},
+      {"margin_ranking", [=](const EV& v) { return EF::margin_ranking_loss(v[0], v[1], sign, EF::MarginRankingLossFuncOptions().margin(0.3)); },
+       [=](const TV& v) { return TF::margin_ranking_loss(v[0], v[1], tsign, TF::MarginRankingLossFuncOptions().margin(0.3)); },
+       {R({4}), R({4})}},
   });
 }
 

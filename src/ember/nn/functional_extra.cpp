@@ -678,7 +678,7 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& o) {
     }
     DimVector wshape(static_cast<size_t>(x.dim()), 1);
     wshape[static_cast<size_t>(dim)] = out;
-    Tensor wt = tensor(w).to(x.dtype()).view(wshape);
+    Tensor wt = tensor(w, TensorOptions(kFloat64)).to(x.dtype()).view(wshape);
     Tensor a = x.index_select(dim, tensor(i0)), b = x.index_select(dim, tensor(i1));
     x = a + (b - a) * wt;
   }
