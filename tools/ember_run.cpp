@@ -182,18 +182,25 @@ int code_of(int raw) { return WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + (WIFSIGN
 pid_t start_worker(const Args& a, int local_rank, int restart, const std::string& master_addr, int master_port) {
   const int world = a.nproc * a.nnodes;
   const int rank = a.node_rank * a.nproc + local_rank;
+  // SIGTERM/SIGINT stay blocked across fork until the child has its default handlers
+  // back: one sent right after the fork is then delivered to the child as such, instead
+  // of landing in a copy of the launcher's own handler.
+  sigset_t stop_signals, old_mask;
+  ::sigemptyset(&stop_signals);
+  ::sigaddset(&stop_signals, SIGTERM);
+  ::sigaddset(&stop_signals, SIGINT);
+  ::sigprocmask(SIG_BLOCK, &stop_signals, &old_mask);
   const pid_t pid = ::fork();
-  if (pid < 0) {
-    std::perror("ember-run: fork");
-    return -1;
-  }
-  if (pid > 0) {
-    ::setpgid(pid, pid);  // also here: the launcher may signal the group before the child ran
+  if (pid != 0) {
+    if (pid < 0) std::perror("ember-run: fork");
+    if (pid > 0) ::setpgid(pid, pid);  // also here: the launcher may signal the group before the child ran
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     return pid;
   }
   ::setpgid(0, 0);  // its own process group: stopping it stops what it started too
   ::signal(SIGINT, SIG_DFL);
   ::signal(SIGTERM, SIG_DFL);
+  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   auto set = [](const char* k, const std::string& v) { ::setenv(k, v.c_str(), 1); };
   set("RANK", std::to_string(rank));
   set("LOCAL_RANK", std::to_string(local_rank));
