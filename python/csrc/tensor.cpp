@@ -431,9 +431,10 @@ void init_tensor(py::module_& m) {
           })
       .def("backward", [](const Tensor& t, py::object gradient, std::optional<bool> retain_graph, bool create_graph,
                           py::object inputs) {
-            std::vector<Tensor> in;
+            // None: every leaf; an explicit empty list is refused, as in torch.
+            std::optional<std::vector<Tensor>> in;
             if (!inputs.is_none()) {
-              if (const Tensor* one = as_tensor(inputs)) in.push_back(*one);
+              if (const Tensor* one = as_tensor(inputs)) in = std::vector<Tensor>{*one};
               else in = inputs.cast<std::vector<Tensor>>();
             }
             const Tensor g = gradient.is_none() ? Tensor() : gradient.cast<Tensor>();

@@ -70,7 +70,7 @@ using OpFn = std::function<Tensor(const std::function<Tensor(IntArrayRef)>&)>;
 
 // The same ops and shapes as torch_autocast_table.py.
 std::map<std::string, OpFn> ops() {
-  auto lng = [](std::initializer_list<int64_t> v) { return tensor(v); };
+  auto lng = [](std::initializer_list<int64_t> v) { return tensor(std::vector<int64_t>(v)); };
   return {
       {"matmul", [](auto x) { return matmul(x({4, 4}), x({4, 4})); }},
       {"mm", [](auto x) { return mm(x({4, 4}), x({4, 4})); }},

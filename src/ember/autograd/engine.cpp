@@ -358,7 +358,7 @@ void backward(const variable_list& tensors, const variable_list& grad_tensors, s
 
 variable_list grad(const variable_list& outputs, const variable_list& inputs, const variable_list& grad_outputs,
                    std::optional<bool> retain_graph, bool create_graph, bool allow_unused) {
-  EMBER_CHECK(!inputs.empty(), "[grad] grad requires non-empty inputs: name the tensors to differentiate with respect to");
+  EMBER_CHECK(!inputs.empty(), "[grad] grad requires non-empty inputs. Name the tensors to differentiate with respect to.");
   std::vector<Edge> roots;
   variable_list grads;
   make_roots(outputs, grad_outputs, "grad", roots, grads);

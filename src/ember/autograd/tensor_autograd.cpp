@@ -37,8 +37,8 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
     return *this;
   }
   EMBER_CHECK(!requires_grad || !impl_->is_inference() || InferenceMode::is_enabled(),
-              "[requires_grad_] Setting requires_grad=true on inference tensor outside InferenceMode is not "
-              "allowed; clone() it outside InferenceMode first");
+              "[requires_grad_] Setting requires_grad=True on inference tensor outside InferenceMode is not allowed. "
+              "clone() it outside InferenceMode first");
   if (requires_grad || meta) impl_->ensure_autograd_meta().requires_grad = requires_grad;
   return *this;
 }

@@ -41,7 +41,7 @@ class OrderedDict {
   // Adds a new entry; a key that exists already is an error (use operator[] or
   // insert_or_assign to overwrite).
   Value& insert(const Key& key, Value value) {
-    EMBER_CHECK(index_.count(key) == 0, "[OrderedDict] key '", key, "' already defined");
+    EMBER_CHECK(index_.count(key) == 0, "[OrderedDict] Key '", key, "' already defined");
     index_.emplace(key, items_.size());
     items_.emplace_back(key, std::move(value));
     return items_.back().value();
@@ -53,12 +53,12 @@ class OrderedDict {
   // The value for key; throws ember::Error naming the key when absent.
   Value& operator[](const Key& key) {
     auto it = index_.find(key);
-    EMBER_CHECK(it != index_.end(), "[OrderedDict] key '", key, "' not found");
+    EMBER_CHECK(it != index_.end(), "[OrderedDict] Key '", key, "' is not defined");
     return items_[it->second].value();
   }
   const Value& operator[](const Key& key) const {
     auto it = index_.find(key);
-    EMBER_CHECK(it != index_.end(), "[OrderedDict] key '", key, "' not found");
+    EMBER_CHECK(it != index_.end(), "[OrderedDict] Key '", key, "' is not defined");
     return items_[it->second].value();
   }
   Value* find(const Key& key) {

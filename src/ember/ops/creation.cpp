@@ -381,7 +381,18 @@ std::ostream& operator<<(std::ostream& os, const TensorDataContainer& c) {
     if (v.is_floating_point()) return os << v.to_double();
     return os << v.to_long();
   }
-  if (c.is_tensor()) return os << c.tensor();
+  if (c.is_tensor()) {
+    // The elements as a braced list, like an initializer list.
+    const Tensor flat = c.tensor().to(kFloat64).contiguous().view({-1});
+    const bool integral = !ember::is_floating_point(c.tensor().dtype());
+    os << "{";
+    for (int64_t i = 0; i < flat.numel(); ++i) {
+      const double v = flat.data_ptr<double>()[i];
+      os << (i ? ", " : "");
+      if (integral) os << static_cast<int64_t>(v); else os << v;
+    }
+    return os << "}";
+  }
   os << "{";
   bool first = true;
   for (const TensorDataContainer& e : c.init_list()) {
