@@ -374,38 +374,37 @@ Buffer make_buffer(const Tensor& t, bool reducing, bool copy_in = true) {
   return b;
 }
 
-// Gloo's typed setters only use sizeof(T): pass the buffer by its element size.
-template <typename Options>
-void set_output(Options& o, void* p, size_t nbytes, size_t elem) {
+// Gloo's typed setters only use sizeof(T): calls f(type tag) with the unsigned type of
+// the buffer's element size.
+template <typename F>
+void with_element_type(size_t elem, F f) {
   switch (elem) {
     case 1:
-      o.template setOutput<uint8_t>(static_cast<uint8_t*>(p), nbytes);
+      f(uint8_t{});
       break;
     case 2:
-      o.template setOutput<uint16_t>(static_cast<uint16_t*>(p), nbytes / 2);
+      f(uint16_t{});
       break;
     case 4:
-      o.template setOutput<uint32_t>(static_cast<uint32_t*>(p), nbytes / 4);
+      f(uint32_t{});
       break;
     default:
-      o.template setOutput<uint64_t>(static_cast<uint64_t*>(p), nbytes / 8);
+      f(uint64_t{});
   }
 }
 template <typename Options>
+void set_output(Options& o, void* p, size_t nbytes, size_t elem) {
+  with_element_type(elem, [&](auto tag) {
+    using T = decltype(tag);
+    o.template setOutput<T>(static_cast<T*>(p), nbytes / sizeof(T));
+  });
+}
+template <typename Options>
 void set_input(Options& o, void* p, size_t nbytes, size_t elem) {
-  switch (elem) {
-    case 1:
-      o.template setInput<uint8_t>(static_cast<uint8_t*>(p), nbytes);
-      break;
-    case 2:
-      o.template setInput<uint16_t>(static_cast<uint16_t*>(p), nbytes / 2);
-      break;
-    case 4:
-      o.template setInput<uint32_t>(static_cast<uint32_t*>(p), nbytes / 4);
-      break;
-    default:
-      o.template setInput<uint64_t>(static_cast<uint64_t*>(p), nbytes / 8);
-  }
+  with_element_type(elem, [&](auto tag) {
+    using T = decltype(tag);
+    o.template setInput<T>(static_cast<T*>(p), nbytes / sizeof(T));
+  });
 }
 
 bool env_flag(const char* name, bool fallback) {
@@ -462,8 +461,8 @@ class P2PWork : public Work {
           if (source_) *source_ = ranks_.empty() ? src : ranks_.at(static_cast<size_t>(src));
         }
       } catch (const gloo::Exception& e) {
-        error_ = std::make_exception_ptr(Error("[" + what_ + "] did not complete within " +
-                                               std::to_string(t.count()) + " ms (" + e.what() + ")"));
+        error_ = std::make_exception_ptr(
+            Error("[" + what_ + "] did not complete within " + std::to_string(t.count()) + " ms (" + e.what() + ")"));
       } catch (...) {
         error_ = std::current_exception();
       }
@@ -613,8 +612,8 @@ class ProcessGroupGloo final : public ProcessGroup {
       Tensor flat = empty({static_cast<int64_t>(size_) * input.numel()}, input.options());
       gather_all(in, flat, tag);
       for (int r = 0; r < size_; ++r) {
-        Tensor(outputs[static_cast<size_t>(r)]).copy_(
-            flat.narrow(0, r * input.numel(), input.numel()).view(input.sizes()));
+        Tensor(outputs[static_cast<size_t>(r)])
+            .copy_(flat.narrow(0, r * input.numel(), input.numel()).view(input.sizes()));
       }
     });
   }
@@ -690,8 +689,8 @@ class ProcessGroupGloo final : public ProcessGroup {
       }
       if (rank_ == root) {
         for (int r = 0; r < size_; ++r)
-          Tensor(outputs[static_cast<size_t>(r)]).copy_(
-              flat.narrow(0, r * input.numel(), input.numel()).view(input.sizes()));
+          Tensor(outputs[static_cast<size_t>(r)])
+              .copy_(flat.narrow(0, r * input.numel(), input.numel()).view(input.sizes()));
       }
     });
   }
@@ -733,8 +732,7 @@ class ProcessGroupGloo final : public ProcessGroup {
   }
 
   WorkPtr all_to_all(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs) override {
-    EMBER_CHECK(!inputs.empty(), "[all_to_all] input_tensor_list is empty; it needs world_size (", size_,
-                ") tensors");
+    EMBER_CHECK(!inputs.empty(), "[all_to_all] input_tensor_list is empty; it needs world_size (", size_, ") tensors");
     check_tensor("all_to_all", inputs[0], false, std::nullopt);
     check_list("all_to_all", "input_tensor_list", inputs, inputs[0]);
     check_list("all_to_all", "output_tensor_list", outputs, inputs[0]);
@@ -758,9 +756,9 @@ class ProcessGroupGloo final : public ProcessGroup {
     EMBER_CHECK(input.dim() >= 1 && input.size(0) % size_ == 0, "[all_to_all_single] the input's first dim (",
                 input.dim() ? input.size(0) : 0, ") must divide evenly by world_size (", size_,
                 "); uneven splits are not supported yet");
-    EMBER_CHECK(output.dtype() == input.dtype() && output.sizes() == input.sizes(),
-                "[all_to_all_single] the output (", short_dtype(output.dtype()), " ", output.sizes(),
-                ") must match the input (", short_dtype(input.dtype()), " ", input.sizes(), ")");
+    EMBER_CHECK(output.dtype() == input.dtype() && output.sizes() == input.sizes(), "[all_to_all_single] the output (",
+                short_dtype(output.dtype()), " ", output.sizes(), ") must match the input (",
+                short_dtype(input.dtype()), " ", input.sizes(), ")");
     Fingerprint fp = fingerprint(Coll::AllToAll, input, std::nullopt, -1);
     return enqueue("all_to_all_single", fp, [this, output, input](uint32_t tag) mutable {
       NoGradGuard ng;
@@ -793,9 +791,9 @@ class ProcessGroupGloo final : public ProcessGroup {
     Buffer b = make_buffer(t, false);
     auto buf = context_->createUnboundBuffer(b.work.data_ptr(), b.nbytes());
     buf->send(dst, gloo::Slot::build(kP2PSlotPrefix, static_cast<uint32_t>(tag)));
-    return std::make_shared<P2PWork>("send to rank " + std::to_string(global_rank(dst)) + " (tag " +
-                                         std::to_string(tag) + ")",
-                                     std::move(buf), std::move(b), false, options_.timeout, nullptr, ranks_);
+    return std::make_shared<P2PWork>(
+        "send to rank " + std::to_string(global_rank(dst)) + " (tag " + std::to_string(tag) + ")", std::move(buf),
+        std::move(b), false, options_.timeout, nullptr, ranks_);
   }
 
   WorkPtr recv(const Tensor& t, int src, int tag, int* source_rank) override {
@@ -835,8 +833,8 @@ class ProcessGroupGloo final : public ProcessGroup {
     if (reducing) {
       EMBER_CHECK(t.dtype() != kBool, "[", op, "] reductions of bool tensors are not supported; convert to uint8");
       if (rop == ReduceOp::AVG) {
-        EMBER_CHECK(t.is_floating_point(), "[", op, "] ReduceOp::AVG needs a floating-point tensor; got ",
-                    t.dtype(), " (use SUM and divide, or convert)");
+        EMBER_CHECK(t.is_floating_point(), "[", op, "] ReduceOp::AVG needs a floating-point tensor; got ", t.dtype(),
+                    " (use SUM and divide, or convert)");
       }
     }
     check_usable(op);
@@ -1033,8 +1031,7 @@ class ProcessGroupGloo final : public ProcessGroup {
     std::ostringstream os;
     const bool timed_out = gloo_msg.find("imed out") != std::string::npos;
     os << "collective #" << task.fp.seq << " " << what
-       << (timed_out ? " did not complete within " + std::to_string(options_.timeout.count()) + " ms"
-                     : " failed");
+       << (timed_out ? " did not complete within " + std::to_string(options_.timeout.count()) + " ms" : " failed");
     std::vector<int> missing, arrived;
     std::vector<std::string> last;
     bool store_ok = true;
@@ -1125,8 +1122,8 @@ class ProcessGroupGloo final : public ProcessGroup {
 
 }  // namespace
 
-ProcessGroupPtr make_gloo_process_group(std::shared_ptr<Store> store, int rank, int size,
-                                        ProcessGroup::Options options, std::vector<int> ranks) {
+ProcessGroupPtr make_gloo_process_group(std::shared_ptr<Store> store, int rank, int size, ProcessGroup::Options options,
+                                        std::vector<int> ranks) {
   EMBER_CHECK(store != nullptr, "[init_process_group] the store is null");
   return std::make_shared<ProcessGroupGloo>(std::move(store), rank, size, std::move(options), std::move(ranks));
 }
