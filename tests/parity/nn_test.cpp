@@ -6,6 +6,8 @@
 
 #include <ember/ember.h>
 
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -114,6 +116,92 @@ TEST(NNParity, Losses) {
         return TF::kl_div(v[0].log_softmax(1), v[1].softmax(1), TF::KLDivFuncOptions().reduction(torch::kBatchMean));
       },
       {R({4, 5}), R({4, 5})});
+}
+
+// The fused cross entropy (Note [Fused cross entropy]): float32 rows shorter and longer
+// than the kernel's 2048-value blocks, non-contiguous logits, int32 and int64 targets,
+// ignored rows (all of them, too), every reduction, an unbatched [C] input, rows with
+// -inf/+inf/NaN logits, a gradient of the gradient, and the same bits for 1 and 2 threads.
+TEST(NNParity, FusedCrossEntropy) {
+  const std::vector<std::pair<Reduction, int64_t>> reductions = {{Reduction::Mean, 1}, {Reduction::Sum, 2},
+                                                                 {Reduction::None, 0}};
+  auto treduction = [](int64_t k) -> TF::CrossEntropyFuncOptions::reduction_t {
+    if (k == 1) return torch::kMean;
+    if (k == 2) return torch::kSum;
+    return torch::kNone;
+  };
+  for (int64_t classes : {1, 7, 1000, 3001}) {
+    for (const auto& [r, k] : reductions) {
+      const std::string tag = "classes " + std::to_string(classes) + " reduction " + std::to_string(k);
+      ET logits = ember::randn({9, classes}) * 3;
+      ET target = ember::randint(0, classes, {9});
+      target.index_put_({ember::tensor({2, 5}, ember::kInt64)}, ember::tensor({-100, -100}, ember::kInt64));
+      const auto tr = treduction(k);
+      parity::check_grad_parity(
+          "fused cross_entropy " + tag,
+          [r = r](const EV& v) { return EF::cross_entropy(v[0], v[1], {}, -100, r); },
+          [tr](const TV& v) { return TF::cross_entropy(v[0], v[1], TF::CrossEntropyFuncOptions().reduction(tr)); },
+          {logits, target}, 1e-5, 1e-6);
+      ET w = ember::rand({classes}) + 0.5;
+      parity::check_grad_parity(
+          "fused cross_entropy weighted, int32 target " + tag,
+          [r = r](const EV& v) { return EF::cross_entropy(v[0], v[1].to(ember::kInt32), v[2].detach(), -100, r); },
+          [tr](const TV& v) {
+            return TF::cross_entropy(v[0], v[1], TF::CrossEntropyFuncOptions().reduction(tr).weight(v[2].detach()));
+          },
+          {logits, target, w}, 1e-5, 1e-6);
+    }
+  }
+  // Non-contiguous logits: the transpose of a [C, N] tensor.
+  ET tt = ember::randn({40, 11});
+  parity::check_grad_parity("fused cross_entropy transposed logits",
+                            [](const EV& v) { return EF::cross_entropy(v[0].t(), v[1]); },
+                            [](const TV& v) { return TF::cross_entropy(v[0].t(), v[1]); },
+                            {tt, ember::randint(0, 40, {11})}, 1e-5, 1e-6);
+  // Unbatched [C] input and a target of every row ignored (mean of nothing: NaN).
+  parity::check_grad_parity("fused cross_entropy unbatched",
+                            [](const EV& v) { return EF::cross_entropy(v[0], v[1]); },
+                            [](const TV& v) { return TF::cross_entropy(v[0], v[1]); },
+                            {ember::randn({6}), ember::tensor(3, ember::kInt64)}, 1e-5, 1e-6);
+  parity::check_grad_parity("fused cross_entropy all ignored",
+                            [](const EV& v) { return EF::cross_entropy(v[0], v[1], {}, 1); },
+                            [](const TV& v) { return TF::cross_entropy(v[0], v[1], TF::CrossEntropyFuncOptions().ignore_index(1)); },
+                            {ember::randn({3, 4}), ember::tensor({1, 1, 1}, ember::kInt64)}, 1e-5, 1e-6);
+  // Special values: a -inf logit (ordinary row), a +inf, a NaN and an all -inf row.
+  const double inf = std::numeric_limits<double>::infinity();
+  ET special = ember::tensor({{1.0, -inf, 2.0}, {1.0, inf, 0.5}, {0.0, std::nan(""), 1.0}, {-inf, -inf, -inf}});
+  ET st = ember::tensor({0, 2, 1, 0}, ember::kInt64);
+  ET el = EF::cross_entropy(special, st, {}, -100, Reduction::None);
+  TT tl = TF::cross_entropy(parity::to_torch(special), parity::to_torch(st),
+                            TF::CrossEntropyFuncOptions().reduction(torch::kNone));
+  parity::expect_tensor_close(el, tl, "fused cross_entropy special values", 1e-6, 1e-7);
+  // Gradient of the gradient (create_graph): the recorded backward must be differentiable.
+  {
+    ET x = ember::randn({5, 6}, ember::TensorOptions(ember::kFloat64)).requires_grad_(true);
+    ET t = ember::tensor({0, 5, 2, 3, 1}, ember::kInt64);
+    ET gx = ember::autograd::grad({EF::cross_entropy(x, t)}, {x}, {}, true, true)[0];
+    ET gg = ember::autograd::grad({(gx * gx).sum()}, {x})[0];
+    TT tx = parity::to_torch(x.detach()).requires_grad_(true);
+    TT tgx = torch::autograd::grad({TF::cross_entropy(tx, parity::to_torch(t))}, {tx}, {}, true, true)[0];
+    TT tgg = torch::autograd::grad({(tgx * tgx).sum()}, {tx})[0];
+    parity::expect_tensor_close(gx, tgx, "fused cross_entropy first gradient (create_graph)", 1e-8, 1e-10);
+    parity::expect_tensor_close(gg, tgg, "fused cross_entropy gradient of the gradient", 1e-8, 1e-10);
+  }
+  // Bit-identical for any thread count (rows are independent, each summed in fixed blocks).
+  ET big = ember::randn({300, 2500});
+  ET bt = ember::randint(0, 2500, {300});
+  auto run = [&](int threads) {
+    ember::set_num_threads(threads);
+    ET x = big.detach().requires_grad_(true);
+    ET loss = EF::cross_entropy(x, bt);
+    loss.backward();
+    return std::make_pair(loss.detach(), x.grad());
+  };
+  const int before = ember::get_num_threads();
+  const auto one = run(1), two = run(2);
+  ember::set_num_threads(before);
+  EXPECT_TRUE(one.first.equal(two.first));
+  EXPECT_TRUE(one.second.equal(two.second));
 }
 
 }  // namespace nn_parity

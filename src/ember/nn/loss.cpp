@@ -1,11 +1,18 @@
 #include "ember/nn/loss.h"
 
+#include <limits>
+#include <optional>
+
 #include "ember/amp/autocast.h"
+#include "ember/autograd/functions_loss.h"
+#include "ember/autograd/record.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/index.h"
 #include "ember/ops/pointwise.h"
+#include "ember/jit/trace_hook.h"
+#include "ember/kernels/cpu/reduce.h"
 
 namespace ember::nn {
 
@@ -46,6 +53,74 @@ Tensor classes_last(const Tensor& input) {
   if (input.dim() == 1) return input.unsqueeze(0);
   if (input.dim() == 2) return input;
   return input.movedim(1, -1).reshape({-1, input.size(1)});
+}
+
+// Expected target sizes of nll_loss / cross_entropy with class indices: the input's
+// without the class dim (dim 1, or 0 for an unbatched [C] input).
+DimVector class_target_sizes(const Tensor& input, const Tensor& target) {
+  DimVector expect;
+  for (int64_t d = 0; d < input.dim(); ++d) {
+    if (d != (input.dim() == 1 ? 0 : 1)) expect.push_back(input.size(d));
+  }
+  EMBER_CHECK(target.sizes() == IntArrayRef(expect), "[nll_loss] target of sizes ", target.sizes(),
+              " does not match input of sizes ", input.sizes(), " (expected target sizes ", expect, ")");
+  return expect;
+}
+
+void check_class_weight(const Tensor& weight, int64_t classes) {
+  EMBER_CHECK(weight.dim() == 1 && weight.size(0) == classes, "[nll_loss] weight must have one entry per class (",
+              classes, "), got sizes ", weight.sizes());
+}
+
+// cross_entropy with class indices through the fused kernel (Note [Fused cross entropy] in
+// kernels/cpu/reduce.cpp), or nullopt where the composite path must run: probabilities as
+// target, label smoothing, other dtypes, a weight that requires grad, or a trace in progress
+// (the graph records the composite's ops).
+std::optional<Tensor> fused_cross_entropy(const Tensor& input, const Tensor& target, const Tensor& weight,
+                                          int64_t ignore_index, Reduction r, double label_smoothing) {
+  if (label_smoothing != 0 || (target.dtype() != kInt64 && target.dtype() != kInt32)) return std::nullopt;
+  if ((input.dtype() != kFloat32 && input.dtype() != kFloat64) || input.dim() < 1) return std::nullopt;
+  if (weight.defined() && weight.requires_grad()) return std::nullopt;
+  if (jit::detail::tl_recorder != nullptr) return std::nullopt;
+  if (r != Reduction::None && r != Reduction::Sum && r != Reduction::Mean) {
+    EMBER_ERROR("[cross_entropy] unsupported reduction '", reduction_name(r), "'");
+  }
+  const int64_t classes = input.dim() == 1 ? input.size(0) : input.size(1);
+  const DimVector expect = class_target_sizes(input, target);
+  if (weight.defined()) check_class_weight(weight, classes);
+  const Tensor t = target.reshape({-1}).to(kInt64).contiguous();
+  const int64_t* tp = t.data_ptr<int64_t>();
+  int64_t kept = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (tp[i] == ignore_index) continue;
+    EMBER_CHECK(tp[i] >= 0 && tp[i] < classes, "[nll_loss] target contains a class index outside [0, ", classes,
+                ") (ignore_index is ", ignore_index, ")");
+    ++kept;
+  }
+  const Tensor x = classes_last(input).contiguous();  // [M, C]; differentiable view/copy
+  const int64_t rows = x.size(0);
+  Tensor losses = empty({rows}, TensorOptions(x.dtype()));
+  Tensor lse = empty({rows}, TensorOptions(x.dtype()));
+  if (x.numel() > 0) {
+    kernels::cpu::cross_entropy_forward(losses, lse, x, t, ignore_index);
+  } else {
+    losses.zero_();
+    lse.fill_(-std::numeric_limits<double>::infinity());
+  }
+  if (autograd::needs_grad(x)) autograd::fn::cross_entropy(losses, x, t, lse, ignore_index);
+  Tensor total_weight;
+  if (weight.defined()) {
+    const Tensor safe = where(t != ignore_index, t, zeros_like(t));
+    const Tensor w = weight.to(input.dtype()).index_select(0, safe) * (t != ignore_index).to(input.dtype());
+    losses = losses * w;
+    if (r == Reduction::Mean) total_weight = w.sum();
+  }
+  switch (r) {
+    case Reduction::None: return input.dim() == 1 ? losses.squeeze(0) : losses.reshape(expect);
+    case Reduction::Sum: return losses.sum();
+    default:
+      return total_weight.defined() ? losses.sum() / total_weight : losses.sum() / static_cast<double>(kept);
+  }
 }
 
 }  // namespace
@@ -102,13 +177,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
               "as target, got ", target.dtype(), " (for probabilities use cross_entropy with a floating target)");
   EMBER_CHECK(input.dim() >= 1, "[nll_loss] input must have a class dimension, got sizes ", input.sizes());
   const int64_t classes = input.dim() == 1 ? input.size(0) : input.size(1);
-  // Expected target sizes: input's without the class dim.
-  DimVector expect;
-  for (int64_t d = 0; d < input.dim(); ++d) {
-    if (d != (input.dim() == 1 ? 0 : 1)) expect.push_back(input.size(d));
-  }
-  EMBER_CHECK(target.sizes() == IntArrayRef(expect), "[nll_loss] target of sizes ", target.sizes(),
-              " does not match input of sizes ", input.sizes(), " (expected target sizes ", expect, ")");
+  const DimVector expect = class_target_sizes(input, target);
   Tensor lp = classes_last(input);                  // [M, C]
   Tensor t = target.reshape({-1}).to(kInt64);       // [M]
   Tensor valid = t != ignore_index;
@@ -119,8 +188,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
   Tensor picked = -lp.gather(1, safe.unsqueeze(1)).squeeze(1);  // [M]
   Tensor w = valid.to(input.dtype());
   if (weight.defined()) {
-    EMBER_CHECK(weight.dim() == 1 && weight.size(0) == classes, "[nll_loss] weight must have one entry per class (",
-                classes, "), got sizes ", weight.sizes());
+    check_class_weight(weight, classes);
     w = w * weight.to(input.dtype()).index_select(0, safe);
   }
   Tensor losses = picked * w;
@@ -141,6 +209,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
   EMBER_CHECK(input.defined() && target.defined(), "[cross_entropy] called with an undefined tensor");
   EMBER_CHECK(label_smoothing >= 0 && label_smoothing <= 1,
               "[cross_entropy] label_smoothing must be between 0.0 and 1.0, got ", label_smoothing);
+  if (auto fused = fused_cross_entropy(input, target, weight, ignore_index, r, label_smoothing)) return *fused;
   const int64_t class_dim = input.dim() == 1 ? 0 : 1;
   const int64_t classes = input.size(class_dim);
   Tensor lp = input.log_softmax(class_dim);

@@ -83,6 +83,14 @@ EMBER_ISA_DISPATCH(logsumexp, (const Tensor& out, const Tensor& in, ReduceShape 
 EMBER_ISA_DISPATCH(cumulative, (bool is_prod, const Tensor& out, const Tensor& in, ReduceShape s),
                    (is_prod, out, in, s))
 EMBER_ISA_DISPATCH(softmax, (bool log, const Tensor& out, const Tensor& in, ReduceShape s), (log, out, in, s))
+EMBER_ISA_DISPATCH(cross_entropy_forward,
+                   (const Tensor& loss, const Tensor& lse, const Tensor& logits, const Tensor& target,
+                    int64_t ignore_index),
+                   (loss, lse, logits, target, ignore_index))
+EMBER_ISA_DISPATCH(cross_entropy_backward,
+                   (const Tensor& grad_logits, const Tensor& logits, const Tensor& lse, const Tensor& target,
+                    const Tensor& scale, int64_t ignore_index),
+                   (grad_logits, logits, lse, target, scale, ignore_index))
 
 // norm.h (norm.cpp)
 EMBER_ISA_DISPATCH(batch_norm_train_forward,

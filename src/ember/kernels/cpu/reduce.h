@@ -31,4 +31,14 @@ void cumulative(bool is_prod, const Tensor& out, const Tensor& in, ReduceShape s
 // out = softmax or log_softmax of in along len (same dtype).
 void softmax(bool log, const Tensor& out, const Tensor& in, ReduceShape s);
 
+// Cross entropy of contiguous [rows, classes] float/double logits with int64 class
+// indices `target` [rows] (already checked to lie in [0, classes) or equal ignore_index),
+// Note [Fused cross entropy] in reduce.cpp: lse[r] = logsumexp of row r, loss[r] = lse[r] -
+// logits[r, target[r]] (0 for an ignored row); both [rows], the logits' dtype.
+void cross_entropy_forward(const Tensor& loss, const Tensor& lse, const Tensor& logits, const Tensor& target,
+                           int64_t ignore_index);
+// grad_logits[r, j] = scale[r] * (exp(logits[r, j] - lse[r]) - (j == target[r])).
+void cross_entropy_backward(const Tensor& grad_logits, const Tensor& logits, const Tensor& lse, const Tensor& target,
+                            const Tensor& scale, int64_t ignore_index);
+
 }  // namespace ember::kernels::cpu
