@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "ember/core/check.h"
@@ -79,6 +80,76 @@ void grad_sums_run(const T* g, const T* x, int64_t n, double mean, double& sg, d
   }
   sg += combine(a);
   sgx += combine(b);
+}
+
+// Note [Layer norm in float lanes]: a layer-norm row is short and stays in L1, so its
+// statistics cost arithmetic, not memory, and widening every value to double halves the
+// vector width. For float rows the sums below run in 32 float lanes over blocks of 256
+// values, and only each block's sum is added in double (as reduce.cpp's float sums do):
+// the float rounding stays at a few ulps of a block sum. Lanes and blocks are fixed by the
+// position in the row, so the result is the same at every ISA level and thread count
+// (-ffp-contract=off keeps a * b + c unfused at every level).
+template <typename Term>
+double float_lane_sum(int64_t n, Term term) {
+  constexpr int64_t kBlock = 256, kLanes = 32;
+  double total = 0;
+  int64_t i = 0;
+  auto fold = [](float* acc) {
+    for (int64_t w = kLanes / 2; w >= 1; w /= 2) {
+      for (int64_t k = 0; k < w; ++k) acc[k] += acc[k + w];
+    }
+    return static_cast<double>(acc[0]);
+  };
+  for (; i + kBlock <= n; i += kBlock) {
+    float acc[kLanes] = {};
+    for (int64_t j = 0; j < kBlock; j += kLanes) {
+      for (int64_t k = 0; k < kLanes; ++k) acc[k] += term(i + j + k);
+    }
+    total += fold(acc);
+  }
+  if (i < n) {
+    float acc[kLanes] = {};
+    for (; i + kLanes <= n; i += kLanes) {
+      for (int64_t k = 0; k < kLanes; ++k) acc[k] += term(i + k);
+    }
+    for (int64_t k = 0; i < n; ++i, ++k) acc[k] += term(i);
+    total += fold(acc);
+  }
+  return total;
+}
+
+// Layer norm's row statistics: float rows in float lanes, double rows in double.
+template <typename T>
+void row_moments(const T* x, int64_t n, double& mean, double& var) {
+  if (n == 0) {
+    mean = var = 0;
+    return;
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    mean = float_lane_sum(n, [x](int64_t i) { return x[i]; }) / static_cast<double>(n);
+    const float m = static_cast<float>(mean);
+    var = float_lane_sum(n, [x, m](int64_t i) {
+            const float d = x[i] - m;
+            return d * d;
+          }) /
+          static_cast<double>(n);
+  } else {
+    mean = sum_run(x, n) / static_cast<double>(n);
+    var = sqdev_run(x, n, mean) / static_cast<double>(n);
+  }
+}
+
+// sum(g) and sum(g * (x - mean)) of a layer-norm row.
+template <typename T>
+void row_grad_sums(const T* g, const T* x, int64_t n, double mean, double& sg, double& sgx) {
+  if constexpr (std::is_same_v<T, float>) {
+    const float m = static_cast<float>(mean);
+    sg = float_lane_sum(n, [g](int64_t i) { return g[i]; });
+    sgx = float_lane_sum(n, [g, x, m](int64_t i) { return g[i] * (x[i] - m); });
+  } else {
+    sg = sgx = 0;
+    grad_sums_run(g, x, n, mean, sg, sgx);
+  }
 }
 
 // y = x * scale + shift over [0, n).
@@ -222,8 +293,8 @@ void ln_forward(const Tensor& out, const Tensor& mean_t, const Tensor& rstd_t, c
     for (int64_t r = r0; r < r1; ++r) {
       const T* xr = x + r * cols;
       T* yr = y + r * cols;
-      const double mean = cols ? sum_run(xr, cols) / static_cast<double>(cols) : 0.0;
-      const double var = cols ? sqdev_run(xr, cols, mean) / static_cast<double>(cols) : 0.0;
+      double mean, var;
+      row_moments(xr, cols, mean, var);
       const double rstd = 1.0 / std::sqrt(var + eps);
       mean_p[r] = static_cast<T>(mean);
       rstd_p[r] = static_cast<T>(rstd);
@@ -284,8 +355,8 @@ void ln_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tens
         for (int64_t j = 0; j < cols; ++j) gw[static_cast<size_t>(j)] = gr[j] * w[j];
         gwr = gw.data();
       }
-      double s1 = 0, s2 = 0;
-      grad_sums_run(gwr, xr, cols, mean, s1, s2);
+      double s1, s2;
+      row_grad_sums(gwr, xr, cols, mean, s1, s2);
       // dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) = gw*rstd + x*bx + k.
       const double n = static_cast<double>(cols);
       const double bx = -rstd * rstd * rstd * s2 / n;
