@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../autograd/grad_util.h"
+#include "ember/kernels/cpu/conv.h"
 #include "ember/kernels/cpu/conv_dnnl.h"
 
 namespace ember {
@@ -235,6 +236,51 @@ TEST(ConvDeterminism, OneDnnPathThreadsAndIm2colAgree) {
     EXPECT_TRUE(one[i].equal(three[i])) << i;
     EXPECT_TRUE(one[i].allclose(im2col[i], 1e-4, 1e-4)) << i;
   }
+}
+
+// Note [Few-tap convolutions]: the direct kernels (in_channels * kernel area <= 32) agree
+// with the im2col + BLAS path on shapes that leave remainders in every block (output
+// channels not a multiple of 4 or 2, taps not a multiple of 4, positions not a multiple of
+// 16 or 8), with stride, padding, dilation, a 1x1 kernel and no bias; the result is the
+// same for 1 and 2 threads.
+TEST(ConvDeterminism, FewTapKernelsAgreeWithIm2col) {
+  struct Case {
+    std::vector<int64_t> x, w;
+    int64_t stride, pad, dil;
+    bool bias;
+  };
+  const std::vector<Case> cases = {
+      {{5, 1, 28, 28}, {32, 1, 3, 3}, 1, 1, 1, true},  {{3, 1, 13, 11}, {7, 1, 3, 3}, 1, 0, 1, true},
+      {{4, 3, 17, 9}, {5, 3, 3, 3}, 2, 1, 1, false},   {{2, 2, 12, 12}, {3, 2, 2, 5}, 1, 2, 2, true},
+      {{3, 6, 7, 7}, {9, 6, 1, 1}, 1, 0, 1, true},     {{2, 1, 5, 5}, {1, 1, 5, 5}, 1, 2, 1, true},
+      {{64, 1, 28, 28}, {32, 1, 3, 3}, 1, 1, 1, true},
+  };
+  ASSERT_TRUE(kernels::cpu::few_taps_enabled());
+  const int saved = get_num_threads();
+  for (size_t c = 0; c < cases.size(); ++c) {
+    const Case& k = cases[c];
+    Tensor x = randn(k.x), w = randn(k.w) * 0.3, b = k.bias ? randn({k.w[0]}) : Tensor();
+    Tensor probe = conv2d(x, w, b, k.stride, k.pad, k.dil);
+    Tensor gy = randn(probe.sizes());
+    auto run = [&](int threads) {
+      set_num_threads(threads);
+      Tensor xr = x.detach().requires_grad_(), wr = w.detach().requires_grad_();
+      Tensor br = k.bias ? b.detach().requires_grad_() : Tensor();
+      Tensor y = conv2d(xr, wr, br, k.stride, k.pad, k.dil);
+      y.backward(gy);
+      return std::vector<Tensor>{y.detach(), xr.grad(), wr.grad()};
+    };
+    std::vector<Tensor> one = run(1), two = run(2);
+    kernels::cpu::set_few_taps_enabled(false);
+    std::vector<Tensor> blas = run(2);
+    kernels::cpu::set_few_taps_enabled(true);
+    for (size_t i = 0; i < one.size(); ++i) {
+      EXPECT_TRUE(one[i].equal(two[i])) << "case " << c << " output " << i;
+      EXPECT_TRUE(one[i].allclose(blas[i], 1e-4, 1e-4))
+          << "case " << c << " output " << i << " max diff " << (one[i] - blas[i]).abs().max().item<float>();
+    }
+  }
+  set_num_threads(saved);
 }
 
 // Convolutions called from several user threads at once (the oneDNN plan cache, per-thread

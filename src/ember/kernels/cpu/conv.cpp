@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -117,6 +118,16 @@ void col2im(const T* col, int64_t channels, const ConvGeometry& g, T* x) {
   }
 }
 
+std::atomic<bool>& few_taps_flag() {
+  static std::atomic<bool> flag{true};
+  return flag;
+}
+
+// Whether the direct kernels of Note [Few-tap convolutions] take this convolution.
+bool few_taps(const ConvGeometry& g) {
+  return g.groups == 1 && g.in_channels * g.kernel_h * g.kernel_w <= kFewTaps && few_taps_enabled();
+}
+
 // Images per task: at least ~256K multiply-adds, so tiny convolutions are not split over
 // threads (a parallel region costs more than they do). Depends only on the sizes.
 int64_t image_grain(const ConvGeometry& g) {
@@ -145,6 +156,19 @@ void forward_impl(const Tensor& out, const Tensor& input, const Tensor& weight, 
   const T* b = bias.defined() ? bias.data_ptr<T>() : nullptr;
   T* y = out.data_ptr<T>();
   const bool direct = col_is_input(g);
+  if constexpr (std::is_same_v<T, float>) {
+    if (few_taps(g)) {  // Note [Few-tap convolutions]
+      parallel_for(0, g.batch, image_grain(g), [&](int64_t begin, int64_t end) {
+        T* col = direct ? nullptr : scratch<T>(static_cast<size_t>(Kg * OHW));
+        for (int64_t n = begin; n < end; ++n) {
+          const T* xn = x + n * g.in_channels * HW;
+          if (!direct) im2col(xn, Cg, g, col, OHW);
+          conv_few_taps_forward(y + n * g.out_channels * OHW, direct ? xn : col, w, b, g.out_channels, Kg, OHW);
+        }
+      });
+      return;
+    }
+  }
   parallel_for(0, g.batch, image_grain(g), [&](int64_t begin, int64_t end) {
     OneOmpThread one_thread;
     T* col = direct ? nullptr : scratch<T>(static_cast<size_t>(Kg * OHW));
@@ -226,6 +250,12 @@ void weight_grad_impl(const Tensor& grad_weight, const Tensor& input, const Tens
       const T* xn = x + n * g.in_channels * HW;
       if (!direct) im2col(xn, g.in_channels, g, col, OHW);
       const T* cn = direct ? xn : col;
+      if constexpr (std::is_same_v<T, float>) {
+        if (few_taps(g)) {  // Note [Few-tap convolutions]
+          conv_few_taps_weight_grad(acc, dy + n * g.out_channels * OHW, cn, g.out_channels, Kg, OHW, n != begin);
+          continue;
+        }
+      }
       for (int64_t gi = 0; gi < g.groups; ++gi) {
         // acc_g [Og, Kg] (+)= dy_g [Og, OHW] x col_g^T [OHW, Kg]
         blas(false, true, Og, Kg, OHW, n == begin ? T(0) : T(1), dy + (n * g.out_channels + gi * Og) * OHW, OHW,
@@ -251,6 +281,9 @@ void dispatch_conv(DType dt, const char* op, F&& f) {
 }
 
 }  // namespace
+
+bool few_taps_enabled() { return few_taps_flag().load(std::memory_order_relaxed); }
+void set_few_taps_enabled(bool enabled) { few_taps_flag().store(enabled, std::memory_order_relaxed); }
 
 void conv2d_forward(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
                     const ConvGeometry& g) {

@@ -34,4 +34,22 @@ void conv2d_input_grad(const Tensor& grad_input, const Tensor& grad_out, const T
 void conv2d_weight_grad(const Tensor& grad_weight, const Tensor& input, const Tensor& grad_out,
                         const ConvGeometry& g);
 
+// Note [Few-tap convolutions]: when an output value reads few inputs (K = in_channels /
+// groups * kernel_h * kernel_w <= kFewTaps, e.g. the first layer on a 1- or 3-channel
+// image), the per-image GEMMs are skinny (K = 9 rows against 784 columns) and BLAS spends
+// its time packing them. conv.cpp then multiplies each image's im2col columns with these
+// direct kernels (conv_small.cpp, compiled per ISA level): register blocks, every output
+// element summed in a fixed order, so results do not depend on the thread count or the
+// CPU level. float32 only.
+inline constexpr int64_t kFewTaps = 32;
+// y[o, p] = b[o] + sum_k w[o, k] * col[k, p] for o < O, p < P (b may be null).
+void conv_few_taps_forward(float* y, const float* col, const float* w, const float* b, int64_t O, int64_t K,
+                           int64_t P);
+// dw[o, k] (+)= sum_p dy[o, p] * col[k, p] (added to dw when accumulate).
+void conv_few_taps_weight_grad(float* dw, const float* dy, const float* col, int64_t O, int64_t K, int64_t P,
+                               bool accumulate);
+// On by default; tests switch it off to compare with the im2col + BLAS path.
+bool few_taps_enabled();
+void set_few_taps_enabled(bool enabled);
+
 }  // namespace ember::kernels::cpu

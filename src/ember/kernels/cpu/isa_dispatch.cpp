@@ -1,6 +1,7 @@
 // The public kernel entry points of the per-ISA kernel files: each calls the copy
 // compiled for the level isa_level() chose (Note [CPU dispatch] in isa.h).
 
+#include "ember/kernels/cpu/conv.h"
 #include "ember/kernels/cpu/isa.h"
 #include "ember/kernels/cpu/kernels.h"
 #include "ember/kernels/cpu/norm.h"
@@ -91,6 +92,14 @@ EMBER_ISA_DISPATCH(cross_entropy_backward,
                    (const Tensor& grad_logits, const Tensor& logits, const Tensor& lse, const Tensor& target,
                     const Tensor& scale, int64_t ignore_index),
                    (grad_logits, logits, lse, target, scale, ignore_index))
+
+// conv.h (conv_small.cpp)
+EMBER_ISA_DISPATCH(conv_few_taps_forward,
+                   (float* y, const float* col, const float* w, const float* b, int64_t O, int64_t K, int64_t P),
+                   (y, col, w, b, O, K, P))
+EMBER_ISA_DISPATCH(conv_few_taps_weight_grad,
+                   (float* dw, const float* dy, const float* col, int64_t O, int64_t K, int64_t P, bool accumulate),
+                   (dw, dy, col, O, K, P, accumulate))
 
 // norm.h (norm.cpp)
 EMBER_ISA_DISPATCH(batch_norm_train_forward,
