@@ -10,6 +10,7 @@
 namespace {
 
 using bench::Case;
+using bench::clear_grad;
 using bench::keep;
 using bench::Limit;
 using bench::Tensor;
@@ -128,6 +129,17 @@ std::vector<Case> cases() {
          return std::function<void()>([x, t] { keep(lib::nn::functional::cross_entropy(*x, *t)); });
        },
        15, 1, 4096 * 1000 * 4.0, 0, Limit::Read},
+      // Forward and backward: the logits read twice, their gradient written once.
+      {"cross_entropy 4096x1000 (mean) fwd+bwd",
+       [] {
+         auto x = std::make_shared<Tensor>(lib::randn({4096, 1000}).requires_grad_());
+         auto t = std::make_shared<Tensor>(lib::randint(0, 1000, {4096}));
+         return std::function<void()>([x, t] {
+           lib::nn::functional::cross_entropy(*x, *t).backward();
+           clear_grad(*x);
+         });
+       },
+       15, 1, 3 * 4096 * 1000 * 4.0, 0, Limit::Copy},
       // GEMM (flops: 2 n^3).
       matmul(256),
       matmul(1024),
