@@ -233,6 +233,84 @@ TEST(Profiler, MemoryTimelineFollowsTheAllocator) {
   EXPECT_EQ(timeline.back().allocated_bytes, memory_allocated());
 }
 
+// Note [Memory by category]: a training loop's samples split into parameters, gradients,
+// optimizer state, saved activations and the rest, checked against the sizes the loop
+// implies: parameters all along, activations during the forward and none after backward,
+// gradients of every parameter after backward, Adam's two moments after its first step; the
+// categories add up to the allocated bytes. The Chrome trace carries them as a counter.
+TEST(Profiler, MemoryByCategory) {
+  manual_seed(0);
+  nn::Sequential model(nn::Linear(64, 128), nn::ReLU(), nn::Linear(128, 10));
+  optim::Adam opt(model->parameters(), optim::AdamOptions(1e-3));
+  int64_t param_bytes = 0;
+  for (const Tensor& p : model->parameters()) param_bytes += static_cast<int64_t>(p.nbytes());
+  const Tensor x = randn({32, 64});
+  const Tensor y = randint(0, 10, {32});
+  profiler::ProfileOptions o;
+  o.profile_memory = true;
+  Profile prof(o);
+  for (int s = 0; s < 2; ++s) {
+    opt.zero_grad();
+    Tensor loss;
+    {
+      profiler::RecordFunction r("test_forward");
+      loss = nn::functional::cross_entropy(model->forward(x), y);
+    }
+    {
+      profiler::RecordFunction r("test_backward");
+      loss.backward();
+    }
+    opt.step();
+  }
+  prof.stop();
+  std::vector<profiler::MemorySample> forward, backward, step;
+  int known = 0;
+  for (const profiler::MemorySample& m : prof.memory_timeline()) {
+    if (!m.categories.known) continue;
+    ++known;
+    const profiler::MemoryByCategory& c = m.categories;
+    EXPECT_EQ(c.parameters, param_bytes) << m.after;
+    EXPECT_EQ(c.parameters + c.gradients + c.optimizer_state + c.activations + c.other, m.allocated_bytes) << m.after;
+    if (m.after == "test_forward") forward.push_back(m);
+    if (m.after == "test_backward") backward.push_back(m);
+    if (m.after == "optim::step") step.push_back(m);
+  }
+  EXPECT_GT(known, 10);
+  ASSERT_EQ(forward.size(), 2u);
+  ASSERT_EQ(backward.size(), 2u);
+  ASSERT_EQ(step.size(), 2u);
+  // The forward saved its inputs for backward (at least x and the hidden activations).
+  EXPECT_GE(forward[0].categories.activations, 32 * (64 + 128) * 4);
+  EXPECT_EQ(forward[0].categories.gradients, 0);  // zero_grad() sets them to None
+  EXPECT_EQ(forward[0].categories.optimizer_state, 0);
+  EXPECT_EQ(backward[0].categories.activations, 0);  // the graph is freed by backward
+  EXPECT_EQ(backward[0].categories.gradients, param_bytes);
+  EXPECT_EQ(step[0].categories.optimizer_state, 2 * param_bytes);  // exp_avg and exp_avg_sq
+  EXPECT_EQ(forward[1].categories.optimizer_state, 2 * param_bytes);
+  const std::string trace = prof.chrome_trace();
+  EXPECT_NE(trace.find("\"name\":\"memory by category\""), std::string::npos);
+  EXPECT_NE(trace.find("\"optimizer_state\":" + std::to_string(2 * param_bytes)), std::string::npos);
+}
+
+// Categories are read only on the profiling thread (Note [Memory by category]).
+TEST(Profiler, MemoryCategoriesOnlyOnTheProfilingThread) {
+  profiler::ProfileOptions o;
+  o.profile_memory = true;
+  Profile prof(o);
+  Tensor a = relu(randn({100}));
+  std::thread t([] { Tensor b = relu(randn({100})); });
+  t.join();
+  prof.stop();
+  int on_main = 0, on_other = 0;
+  for (const Event& e : prof.events()) {
+    if (e.memory_bytes < 0) continue;
+    (e.thread == 0 ? on_main : on_other) += e.categories.known ? 1 : 0;
+    if (e.thread != 0) EXPECT_FALSE(e.categories.known) << e.name;
+  }
+  EXPECT_GT(on_main, 0);
+  EXPECT_EQ(on_other, 0);
+}
+
 // The leak report: an evaluation loop that keeps its losses without no-grad mode keeps
 // each step's graph and the activations it saved.
 int64_t leaked_in_step(bool keep_graph, std::string* top_op) {

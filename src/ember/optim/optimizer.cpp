@@ -1,8 +1,10 @@
 #include "ember/optim/optimizer.h"
 
-#include <unordered_set>
-
+#include <algorithm>
 #include <cmath>
+#include <mutex>
+#include <unordered_set>
+#include <vector>
 
 #include "ember/autograd/autograd_meta.h"
 #include "ember/autograd/grad_mode.h"
@@ -58,12 +60,29 @@ Tensor& ParamState::operator[](const std::string& name) {
   return tensors.insert(name, Tensor());
 }
 
+namespace {
+// The live optimizers, for detail::live_optimizer_memory.
+std::mutex g_live_mu;
+std::vector<const Optimizer*>& live_optimizers() {
+  static std::vector<const Optimizer*> live;
+  return live;
+}
+}  // namespace
+
 Optimizer::Optimizer(std::vector<OptimizerParamGroup> groups, std::unique_ptr<OptimizerOptions> defaults,
                      std::string name)
     : defaults_(std::move(defaults)), name_(std::move(name)) {
   EMBER_CHECK(defaults_, "[", name_, "] no default options given");
   defaults_->validate(name_.c_str());
   for (const OptimizerParamGroup& g : groups) add_param_group(g);
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  live_optimizers().push_back(this);
+}
+
+Optimizer::~Optimizer() {
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  auto& live = live_optimizers();
+  live.erase(std::remove(live.begin(), live.end(), this), live.end());
 }
 
 void Optimizer::add_param_group(const OptimizerParamGroup& group) {
@@ -287,6 +306,33 @@ void apply_contiguous(const char* op, const Tensor& param,
 }
 
 Tensor zeros_state(const Tensor& p) { return zeros(p.sizes(), p.options()); }
+
+OptimizerMemory live_optimizer_memory() {
+  OptimizerMemory m;
+  std::unordered_set<const StorageImpl*> seen;
+  auto count = [&](const Tensor& t, int64_t& into) {
+    if (!t.defined()) return;
+    const StorageImpl* s = t.storage().get();
+    if (s && seen.insert(s).second) into += static_cast<int64_t>(s->nbytes());
+  };
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  for (const Optimizer* o : live_optimizers()) {
+    for (const OptimizerParamGroup& g : o->param_groups()) {
+      for (const Tensor& p : g.params()) count(p, m.parameters);
+    }
+  }
+  for (const Optimizer* o : live_optimizers()) {
+    for (const OptimizerParamGroup& g : o->param_groups()) {
+      for (const Tensor& p : g.params()) {
+        count(p.grad(), m.gradients);
+        if (const ParamState* st = o->find_state(p)) {
+          for (const auto& item : st->tensors) count(item.value(), m.state);
+        }
+      }
+    }
+  }
+  return m;
+}
 
 }  // namespace detail
 

@@ -126,7 +126,7 @@ class Optimizer {
             std::string name);
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
-  virtual ~Optimizer() = default;
+  virtual ~Optimizer();
 
   const std::string& name() const { return name_; }
   // Adds a group; without options it gets a copy of defaults(). Checks the options and that
@@ -197,6 +197,14 @@ void apply_contiguous(const char* op, const Tensor& param,
                       const std::function<void(const Tensor& p, const Tensor& g)>& fn);
 // A contiguous zero tensor shaped like p (optimizer state).
 Tensor zeros_state(const Tensor& p);
+
+// Bytes held by the parameters of every live optimizer, by their gradients and by the
+// optimizers' state, each storage counted once (the profiler's memory by category).
+// Reads the optimizers unsynchronised: call it from the thread that runs them.
+struct OptimizerMemory {
+  int64_t parameters = 0, gradients = 0, state = 0;
+};
+OptimizerMemory live_optimizer_memory();
 }  // namespace detail
 
 }  // namespace ember::optim

@@ -38,6 +38,20 @@ struct ProfileOptions {
   Schedule schedule;
 };
 
+// Note [Memory by category]: allocated bytes split into what holds them. parameters,
+// gradients and optimizer_state come from the live optimizers (their parameters, those
+// parameters' .grad and the optimizers' state tensors; a model without an optimizer has
+// its parameters in `other`); activations are the tensors saved for backward, as the
+// GraphRetention guard counts them (parameters excluded, a tensor saved by two ops counted
+// twice, so capped at what the first three leave; 0 when that guard is off); other is the
+// rest (inputs, outputs and temporaries of the ops). The five add up to the allocated bytes. Categories are read only at
+// the end of events on the thread that created the Profile, the thread that runs the
+// training loop, so they never race with an optimizer step; elsewhere known = false.
+struct MemoryByCategory {
+  bool known = false;
+  int64_t parameters = 0, gradients = 0, optimizer_state = 0, activations = 0, other = 0;
+};
+
 struct Event {
   std::string name;
   EventKind kind = EventKind::Op;
@@ -49,6 +63,7 @@ struct Event {
   std::string shapes;
   int64_t flops = 0;
   int64_t memory_bytes = -1;         // allocated bytes at its end (profile_memory)
+  MemoryByCategory categories;       // their categories (profile_memory, ops on the profiling thread)
 };
 
 struct KeyAverage {
@@ -64,6 +79,7 @@ struct MemorySample {
   int64_t time_ns = 0;
   int64_t allocated_bytes = 0;
   std::string after;  // the event that ended there
+  MemoryByCategory categories;
 };
 
 // Memory allocated during one schedule step and still held when it ended (profile_memory):
