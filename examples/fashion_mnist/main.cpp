@@ -422,6 +422,19 @@ int main(int argc, char** argv) {
     if (prof) {
       prof->stop();
       std::printf("%s", prof->table("self_cpu_time_total", 15).c_str());
+      // Peak of the profiled steps by category (Note [Memory by category]).
+      ember::profiler::MemorySample peak;
+      for (const auto& m : prof->memory_timeline()) {
+        if (m.categories.known && m.allocated_bytes > peak.allocated_bytes) peak = m;
+      }
+      if (peak.categories.known) {
+        const auto& c = peak.categories;
+        auto mib = [](int64_t b) { return static_cast<double>(b) / (1 << 20); };
+        std::printf("memory at the profiled peak (after %s): %.1f MiB = parameters %.1f + gradients %.1f + "
+                    "optimizer state %.1f + saved activations %.1f + other %.1f\n",
+                    peak.after.c_str(), mib(peak.allocated_bytes), mib(c.parameters), mib(c.gradients),
+                    mib(c.optimizer_state), mib(c.activations), mib(c.other));
+      }
       prof->export_chrome_trace(args.profile_path);
       std::printf("profile: %zu events of 5 steps written to %s (open in https://ui.perfetto.dev or chrome://tracing)\n",
                   prof->events().size(), args.profile_path.c_str());
