@@ -242,7 +242,13 @@ pb::NodeProto* Exporter::add(const char* type, const std::vector<std::string>& i
                              const std::vector<std::string>& outs) {
   pb::NodeProto* n = gp_->add_node();
   n->set_op_type(type);
-  n->set_name(fresh("n" + std::to_string(node_) + "_" + type));
+  // Appended piecewise: GCC 12 at -O3 warns (stringop-overflow, a false positive) on
+  // "n" + std::to_string(...) here.
+  std::string name = "n";
+  name += std::to_string(node_);
+  name += '_';
+  name += type;
+  n->set_name(fresh(name));
   for (const std::string& s : ins) n->add_input(s);
   for (const std::string& s : outs) n->add_output(s);
   return n;

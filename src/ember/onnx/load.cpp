@@ -1,0 +1,454 @@
+// ONNX import (load.h, docs/onnx.md).
+//
+// Note [ONNX import]: each ONNX node becomes the ember graph op that computes the same thing
+// (Conv -> conv2d, Gemm -> linear, BatchNormalization -> batch_norm in inference mode), so
+// the imported graph runs on the same interpreter, passes and artifacts as a traced one.
+// As in export (Note [ONNX export]), nothing is guessed: an op, an attribute or a padding
+// with no exact ember form stops the import naming the node. Shapes are not read from the
+// file beyond the inputs: the graph is run on zeros at B = 2 and B = 3 (infer_shapes) and
+// every dim that moves with B becomes a*B + b, as jit::trace does.
+
+#include "ember/onnx/load.h"
+
+#include "ember/core/check.h"
+#include "ember/jit/module.h"
+
+#if EMBER_HAVE_ONNX
+
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "ember/jit/graph.h"
+#include "ember/onnx/export.h"
+#include "ember/ops/creation.h"
+
+namespace ember::onnx {
+
+namespace {
+
+namespace pb = ::onnx;
+using jit::SymInt;
+using Dict = Value::Dict;
+
+DType ember_dtype(int32_t t, const std::string& what) {
+  switch (t) {
+    case pb::TensorProto_DataType_FLOAT:
+      return kFloat32;
+    case pb::TensorProto_DataType_DOUBLE:
+      return kFloat64;
+    case pb::TensorProto_DataType_INT64:
+      return kInt64;
+    case pb::TensorProto_DataType_INT32:
+      return kInt32;
+    case pb::TensorProto_DataType_INT8:
+      return kInt8;
+    case pb::TensorProto_DataType_UINT8:
+      return kUInt8;
+    case pb::TensorProto_DataType_BOOL:
+      return kBool;
+    default:
+      break;
+  }
+  EMBER_ERROR("[onnx::load] ", what, " has ONNX element type ", pb::TensorProto_DataType_Name(t),
+              ", which ember does not read (float32/64, int8/32/64, uint8, bool)");
+}
+
+Tensor read_tensor(const pb::TensorProto& p) {
+  const std::string what = "tensor '" + p.name() + "'";
+  if (p.data_location() == pb::TensorProto_DataLocation_EXTERNAL) {
+    EMBER_ERROR("[onnx::load] ", what, " is stored in an external file, which ember does not read");
+  }
+  const DType dt = ember_dtype(p.data_type(), what);
+  std::vector<int64_t> dims(p.dims().begin(), p.dims().end());
+  Tensor t = empty(dims, TensorOptions(dt));
+  const size_t bytes = static_cast<size_t>(t.nbytes());
+  auto fill = [&](const auto& field, auto tag) {
+    using T = decltype(tag);
+    EMBER_CHECK(static_cast<size_t>(field.size()) * sizeof(T) == bytes, "[onnx::load] ", what, " holds ", field.size(),
+                " values for shape ", IntArrayRef(dims));
+    T* out = static_cast<T*>(t.data_ptr());
+    for (int i = 0; i < field.size(); ++i) out[i] = static_cast<T>(field.Get(i));
+  };
+  if (p.has_raw_data()) {
+    EMBER_CHECK(p.raw_data().size() == bytes, "[onnx::load] ", what, " holds ", p.raw_data().size(),
+                " bytes for shape ", IntArrayRef(dims), " (", bytes, " expected)");
+    if (bytes > 0) std::memcpy(t.data_ptr(), p.raw_data().data(), bytes);  // little-endian hosts
+  } else if (dt == kFloat32) {
+    fill(p.float_data(), float{});
+  } else if (dt == kFloat64) {
+    fill(p.double_data(), double{});
+  } else if (dt == kInt64) {
+    fill(p.int64_data(), int64_t{});
+  } else if (dt == kInt32) {
+    fill(p.int32_data(), int32_t{});
+  } else if (dt == kInt8) {
+    fill(p.int32_data(), int8_t{});
+  } else if (dt == kUInt8) {
+    fill(p.int32_data(), uint8_t{});
+  } else {
+    fill(p.int32_data(), bool{});
+  }
+  return t;
+}
+
+class Importer {
+ public:
+  Importer(const pb::GraphProto& gp, int opset) : gp_(gp), opset_(opset) {}
+
+  jit::Graph run() {
+    for (const pb::TensorProto& t : gp_.initializer()) {
+      ids_[t.name()] = g_.add_param(t.name(), read_tensor(t));
+      values_[t.name()] = g_.values.at(ids_[t.name()]);
+    }
+    for (const pb::ValueInfoProto& vi : gp_.input()) {
+      if (ids_.count(vi.name()) != 0) continue;  // an initializer listed as an input too
+      add_input(vi);
+    }
+    for (int k = 0; k < gp_.node_size(); ++k) {
+      node_ = k;
+      convert(gp_.node(k));
+    }
+    for (const pb::ValueInfoProto& vi : gp_.output()) {
+      g_.outputs.push_back(value(vi.name()));
+      g_.output_names.push_back(vi.name());
+    }
+    infer_dynamic_shapes();
+    g_.verify_shapes();
+    return std::move(g_);
+  }
+
+ private:
+  const pb::GraphProto& gp_;
+  const int opset_;
+  jit::Graph g_;
+  std::map<std::string, int> ids_;
+  std::map<std::string, Tensor> values_;  // initializers and Constant outputs
+  bool dynamic_ = false;
+  int node_ = -1;
+  const pb::NodeProto* n_ = nullptr;
+
+  [[noreturn]] void unsupported(const std::string& why) const {
+    EMBER_ERROR("[onnx::load] node ", node_, " ('", n_->name(), "', op ", n_->op_type(), ") in opset ", opset_,
+                " has no ember form: ", why, ". docs/onnx.md lists the ONNX ops ember reads");
+  }
+
+  void add_input(const pb::ValueInfoProto& vi) {
+    EMBER_CHECK(vi.type().has_tensor_type(), "[onnx::load] graph input '", vi.name(), "' is not a tensor");
+    const pb::TypeProto_Tensor& tt = vi.type().tensor_type();
+    std::vector<SymInt> shape;
+    for (const pb::TensorShapeProto_Dimension& d : tt.shape().dim()) {
+      if (d.has_dim_value()) {
+        shape.push_back(SymInt{0, d.dim_value()});
+      } else {
+        // A named (or unnamed) dim: the batch, the one size ember lets vary.
+        shape.push_back(SymInt{1, 0});
+        dynamic_ = true;
+      }
+    }
+    ids_[vi.name()] = g_.add_input(vi.name(), ember_dtype(tt.elem_type(), "graph input '" + vi.name() + "'"), shape);
+  }
+
+  int value(const std::string& name) const {
+    auto it = ids_.find(name);
+    EMBER_CHECK(it != ids_.end(), "[onnx::load] value '", name, "' is used before any node makes it");
+    return it->second;
+  }
+  int input(int k) const {
+    if (k >= n_->input_size() || n_->input(k).empty()) return -1;
+    return value(n_->input(k));
+  }
+  const Tensor* constant(int k) const {
+    if (k >= n_->input_size()) return nullptr;
+    auto it = values_.find(n_->input(k));
+    return it == values_.end() ? nullptr : &it->second;
+  }
+  std::vector<int64_t> constant_ints(int k, const char* what) const {
+    const Tensor* t = constant(k);
+    if (t == nullptr) unsupported(std::string(what) + " is computed in the graph, not a constant");
+    const Tensor c = t->to(kInt64).contiguous();
+    const int64_t* p = c.data_ptr<int64_t>();
+    return std::vector<int64_t>(p, p + c.numel());
+  }
+
+  const pb::AttributeProto* attr(const char* name) const {
+    for (const pb::AttributeProto& a : n_->attribute()) {
+      if (a.name() == name) return &a;
+    }
+    return nullptr;
+  }
+  int64_t attr_int(const char* name, int64_t fallback) const {
+    const pb::AttributeProto* a = attr(name);
+    return a == nullptr ? fallback : a->i();
+  }
+  double attr_float(const char* name, double fallback) const {
+    const pb::AttributeProto* a = attr(name);
+    return a == nullptr ? fallback : a->f();
+  }
+  std::vector<int64_t> attr_ints(const char* name, std::vector<int64_t> fallback) const {
+    const pb::AttributeProto* a = attr(name);
+    return a == nullptr ? fallback : std::vector<int64_t>(a->ints().begin(), a->ints().end());
+  }
+  void refuse_attr(const char* name, const std::string& why) const {
+    if (attr(name) != nullptr) unsupported("attribute '" + std::string(name) + "' " + why);
+  }
+
+  // Adds one ember node for the ONNX node's (first) output.
+  void emit(const char* op, std::vector<int> inputs, Dict attrs = {}) {
+    const int out = g_.add_node(op, std::move(inputs), std::move(attrs))[0];
+    ids_[n_->output(0)] = out;
+  }
+
+  // ONNX pads [begin..., end...] as ember's symmetric padding.
+  std::vector<int64_t> symmetric_pads(size_t n) const {
+    if (const pb::AttributeProto* a = attr("auto_pad"); a != nullptr && a->s() != "NOTSET") {
+      unsupported("auto_pad " + a->s() + " (write explicit pads)");
+    }
+    const std::vector<int64_t> pads = attr_ints("pads", std::vector<int64_t>(2 * n, 0));
+    if (pads.size() != 2 * n) unsupported("pads has " + std::to_string(pads.size()) + " values");
+    for (size_t k = 0; k < n; ++k) {
+      if (pads[k] != pads[k + n]) unsupported("asymmetric pads (ember pads both sides alike)");
+    }
+    return std::vector<int64_t>(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+
+  void convert(const pb::NodeProto& n) {
+    n_ = &n;
+    if (!n.domain().empty() && n.domain() != "ai.onnx") unsupported("domain '" + n.domain() + "'");
+    const std::string& op = n.op_type();
+    static const std::map<std::string, const char*, std::less<>> kUnary = {
+        {"Relu", "relu"},   {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}, {"Exp", "exp"},
+        {"Neg", "neg"},     {"Abs", "abs"},         {"Sqrt", "sqrt"}, {"Log", "log"},
+        {"Erf", "erf"},     {"Sin", "sin"},         {"Cos", "cos"},   {"Reciprocal", "reciprocal"},
+        {"Floor", "floor"}, {"Ceil", "ceil"},       {"Sign", "sign"}};
+    static const std::map<std::string, const char*, std::less<>> kBinary = {
+        {"Add", "add"}, {"Sub", "sub"},     {"Mul", "mul"},    {"Div", "div"},
+        {"Pow", "pow"}, {"Max", "maximum"}, {"Min", "minimum"}};
+    if (n.output_size() != 1 && op != "Dropout" && op != "BatchNormalization") {
+      unsupported("it has " + std::to_string(n.output_size()) + " outputs");
+    }
+    if (auto it = kUnary.find(op); it != kUnary.end()) {
+      emit(it->second, {input(0)});
+    } else if (auto bt = kBinary.find(op); bt != kBinary.end()) {
+      if (n.input_size() != 2) unsupported("it does not have two inputs");
+      emit(bt->second, {input(0), input(1)});
+    } else if (op == "Constant") {
+      const pb::AttributeProto* a = attr("value");
+      if (a == nullptr || !a->has_t()) unsupported("a Constant without a tensor 'value'");
+      Tensor t = read_tensor(a->t());
+      const int id = g_.add_const(t);
+      ids_[n.output(0)] = id;
+      values_[n.output(0)] = t;
+    } else if (op == "Identity" || op == "Dropout") {
+      if (op == "Dropout" && n.output_size() > 1 && !n.output(1).empty()) unsupported("its mask output is used");
+      emit("clone", {input(0)});
+    } else if (op == "Conv") {
+      conv(n);
+    } else if (op == "Gemm") {
+      gemm(n);
+    } else if (op == "MatMul") {
+      emit("matmul", {input(0), input(1)});
+    } else if (op == "MaxPool" || op == "AveragePool") {
+      pool(op);
+    } else if (op == "GlobalAveragePool") {
+      Dict a;
+      a.insert("output_size", Value(std::vector<int64_t>{1, 1}));
+      emit("adaptive_avg_pool2d", {input(0)}, a);
+    } else if (op == "BatchNormalization") {
+      if (attr_int("training_mode", 0) != 0) unsupported("training_mode");
+      for (int k = 1; k < n.output_size(); ++k) {
+        if (!n.output(k).empty()) unsupported("its running statistics outputs are used (training)");
+      }
+      Dict a;
+      a.insert("training", Value(false));
+      a.insert("momentum", Value(1.0 - attr_float("momentum", 0.9)));  // ONNX weighs the old statistics
+      a.insert("eps", Value(attr_float("epsilon", 1e-5)));
+      emit("batch_norm", {input(0), input(3), input(4), input(1), input(2)}, a);
+    } else if (op == "LayerNormalization") {
+      layer_norm(n);
+    } else if (op == "Flatten") {
+      Dict a;
+      a.insert("start_dim", Value(attr_int("axis", 1)));
+      a.insert("end_dim", Value(int64_t(-1)));
+      if (attr_int("axis", 1) != 1) unsupported("Flatten with axis other than 1");
+      emit("flatten", {input(0)}, a);
+    } else if (op == "Reshape") {
+      reshape(n);
+    } else if (op == "Transpose") {
+      Dict a;
+      a.insert("dims", Value(attr_ints("perm", {})));
+      if (attr("perm") == nullptr) unsupported("Transpose without perm");
+      emit("permute", {input(0)}, a);
+    } else if (op == "Softmax" || op == "LogSoftmax") {
+      Dict a;
+      a.insert("dim", Value(attr_int("axis", -1)));
+      emit(op == "Softmax" ? "softmax" : "log_softmax", {input(0)}, a);
+    } else if (op == "Concat") {
+      std::vector<int> ins;
+      for (int k = 0; k < n.input_size(); ++k) ins.push_back(input(k));
+      Dict a;
+      a.insert("dim", Value(attr_int("axis", 0)));
+      emit("cat", ins, a);
+    } else {
+      unsupported("ember reads no " + op + " yet");
+    }
+  }
+
+  void conv(const pb::NodeProto& n) {
+    const Tensor* w = constant(1);
+    if (w == nullptr) unsupported("the weight is computed in the graph, not an initializer");
+    const size_t sp = static_cast<size_t>(w->dim()) - 2;
+    if (sp != 1 && sp != 2) unsupported("a " + std::to_string(sp) + "-D convolution");
+    Dict a;
+    a.insert("stride", Value(attr_ints("strides", std::vector<int64_t>(sp, 1))));
+    a.insert("padding", Value(symmetric_pads(sp)));
+    a.insert("dilation", Value(attr_ints("dilations", std::vector<int64_t>(sp, 1))));
+    a.insert("groups", Value(attr_int("group", 1)));
+    emit(sp == 2 ? "conv2d" : "conv1d", {input(0), input(1), n.input_size() > 2 ? input(2) : -1}, a);
+  }
+
+  // Y = alpha * A' B' + beta * C: linear(A, W, C) when B' is a constant and alpha = beta = 1.
+  void gemm(const pb::NodeProto& n) {
+    if (attr_int("transA", 0) != 0) unsupported("transA");
+    if (attr_float("alpha", 1.0) != 1.0 || attr_float("beta", 1.0) != 1.0) unsupported("alpha or beta other than 1");
+    int w = input(1);
+    if (attr_int("transB", 0) == 0) {
+      // linear wants [out, in]: a transposed copy of a constant B.
+      const Tensor* b = constant(1);
+      if (b == nullptr) unsupported("transB = 0 with a B computed in the graph");
+      w = g_.add_param(n.input(1) + ".T", b->t().contiguous());
+    }
+    emit("linear", {input(0), w, n.input_size() > 2 ? input(2) : -1});
+  }
+
+  void pool(const std::string& op) {
+    const std::vector<int64_t> kernel = attr_ints("kernel_shape", {});
+    if (kernel.size() != 2) unsupported("a pool that is not 2-D");
+    Dict a;
+    a.insert("kernel_size", Value(kernel));
+    a.insert("stride", Value(attr_ints("strides", {1, 1})));
+    a.insert("padding", Value(symmetric_pads(2)));
+    a.insert("ceil_mode", Value(attr_int("ceil_mode", 0) != 0));
+    if (op == "MaxPool") {
+      if (n_->output_size() > 1) unsupported("its indices output");
+      refuse_attr("storage_order", "is not read");
+      a.insert("dilation", Value(attr_ints("dilations", {1, 1})));
+      emit("max_pool2d", {input(0)}, a);
+    } else {
+      a.insert("count_include_pad", Value(attr_int("count_include_pad", 0) != 0));
+      emit("avg_pool2d", {input(0)}, a);
+    }
+  }
+
+  void layer_norm(const pb::NodeProto& n) {
+    const jit::Var& x = g_.var(input(0));
+    const int64_t r = static_cast<int64_t>(x.shape.size());
+    int64_t axis = attr_int("axis", -1);
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) unsupported("axis out of range");
+    std::vector<int64_t> shape;
+    for (int64_t d = axis; d < r; ++d) {
+      if (!x.shape[static_cast<size_t>(d)].is_static()) unsupported("normalizing over the batch dim");
+      shape.push_back(x.shape[static_cast<size_t>(d)].b);
+    }
+    if (n.output_size() > 1) unsupported("its mean / inverse std outputs");
+    Dict a;
+    a.insert("normalized_shape", Value(shape));
+    a.insert("eps", Value(attr_float("epsilon", 1e-5)));
+    emit("layer_norm", {input(0), input(1), n.input_size() > 2 ? input(2) : -1}, a);
+  }
+
+  // Reshape to a constant target: 0 copies the input's dim; a copied batch dim becomes the
+  // one inferred dim (-1), so the graph keeps serving every batch size.
+  void reshape(const pb::NodeProto&) {
+    if (attr_int("allowzero", 0) != 0) unsupported("allowzero");
+    std::vector<int64_t> target = constant_ints(1, "the target shape");
+    const jit::Var& x = g_.var(input(0));
+    int inferred = 0;
+    for (int64_t v : target) inferred += v == -1 ? 1 : 0;
+    for (size_t k = 0; k < target.size(); ++k) {
+      if (target[k] != 0) continue;
+      if (k >= x.shape.size()) unsupported("a 0 in the target past the input's rank");
+      if (x.shape[k].is_static()) {
+        target[k] = x.shape[k].b;
+      } else if (inferred == 0) {
+        target[k] = -1;
+        inferred = 1;
+      } else {
+        unsupported("a target that copies the batch dim and infers another (-1)");
+      }
+    }
+    Dict a;
+    a.insert("shape", Value(target));
+    emit("reshape", {input(0)}, a);
+  }
+
+  // Shapes at B = 2 and 3; a dim that differs between them follows the batch.
+  void infer_dynamic_shapes() {
+    g_.traced_batch = dynamic_ ? 2 : 0;
+    g_.infer_shapes();
+    if (!dynamic_) return;
+    std::vector<std::vector<SymInt>> at2;
+    for (const jit::Var& v : g_.vars) at2.push_back(v.shape);
+    g_.traced_batch = 3;
+    g_.infer_shapes();
+    for (size_t id = 0; id < g_.vars.size(); ++id) {
+      jit::Var& v = g_.vars[id];
+      if (v.kind != jit::VarKind::Node) continue;
+      for (size_t k = 0; k < v.shape.size(); ++k) {
+        const int64_t d2 = at2[id][k].b, d3 = v.shape[k].b;
+        v.shape[k] = SymInt{d3 - d2, d2 - 2 * (d3 - d2)};
+      }
+    }
+    g_.traced_batch = 2;
+  }
+};
+
+}  // namespace
+
+jit::GraphModule load(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  EMBER_CHECK(f.good(), "[onnx::load] cannot open '", path, "'");
+  std::stringstream buf;
+  buf << f.rdbuf();
+  pb::ModelProto model;
+  EMBER_CHECK(model.ParseFromString(buf.str()) && model.has_graph(), "[onnx::load] '", path,
+              "' is not an ONNX model (protobuf could not parse a ModelProto with a graph)");
+  int opset = -1;
+  for (const pb::OperatorSetIdProto& os : model.opset_import()) {
+    if (os.domain().empty() || os.domain() == "ai.onnx")
+      opset = static_cast<int>(os.version());
+    else
+      EMBER_ERROR("[onnx::load] '", path, "' imports the operator domain '", os.domain(),
+                  "', which ember does not read");
+  }
+  EMBER_CHECK(opset >= kMinOpset && opset <= kMaxOpset, "[onnx::load] '", path, "' uses opset ", opset,
+              "; ember reads opsets ", kMinOpset, " to ", kMaxOpset, " (re-export with one of them)");
+  jit::Graph g = Importer(model.graph(), opset).run();
+  Value meta = Value::dict();
+  meta["producer_name"] = model.producer_name();
+  if (!model.producer_version().empty()) meta["producer_version"] = model.producer_version();
+  if (!model.doc_string().empty()) meta["doc_string"] = model.doc_string();
+  meta["onnx_opset"] = Value(static_cast<int64_t>(opset));
+  for (const pb::StringStringEntryProto& p : model.metadata_props()) meta[p.key()] = p.value();
+  return jit::GraphModule(std::move(g), std::move(meta));
+}
+
+}  // namespace ember::onnx
+
+#else  // no libonnx-dev at configure time
+
+namespace ember::onnx {
+
+jit::GraphModule load(const std::string&) {
+  EMBER_ERROR(
+      "[onnx::load] this build of ember has no ONNX support; install libonnx-dev "
+      "(scripts/setup.sh) and configure again");
+}
+
+}  // namespace ember::onnx
+
+#endif

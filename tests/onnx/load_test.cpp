@@ -1,0 +1,98 @@
+// onnx::load: ember's own exported files read back into jit graphs (the CNN with batch
+// norm, the MLP, layer norm, softmax) run like the graphs they came from at every batch
+// size; files ember cannot read are refused naming the node, op and opset. PyTorch's
+// exported files are read in torch_compare_test.cpp.
+
+#include <ember/ember.h>
+#include <ember/onnx/export.h>
+#include <ember/onnx/load.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "onnx/onnx_test_util.h"
+#include "test_util.h"
+
+namespace ember {
+// Named per file: test files are compiled in unity batches (Note [Build time]).
+namespace onnx_load_test {
+
+using ember::testing::ExpectError;
+using namespace ember::onnx_test;
+
+double MaxRel(const Tensor& got, const Tensor& want) {
+  EXPECT_EQ(got.sizes().vec(), want.sizes().vec());
+  return (got - want).abs().amax().item().to_double() / want.abs().amax().item().to_double();
+}
+
+jit::GraphModule RoundTrip(const jit::GraphModule& g, const std::string& name, int opset = 17) {
+  const std::string path = TempPath(name + "_roundtrip.onnx");
+  onnx::export_model(g, path, Opset(opset));
+  return onnx::load(path);
+}
+
+TEST(OnnxLoad, CnnRoundTripServesEveryBatch) {
+  manual_seed(41);
+  auto cnn = nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 8, 3).padding(1)), nn::BatchNorm2d(8), nn::ReLU(),
+                            nn::MaxPool2d(nn::MaxPool2dOptions(2)), nn::Conv2d(nn::Conv2dOptions(8, 16, 3).padding(1)),
+                            nn::ReLU(), nn::AvgPool2d(nn::AvgPool2dOptions(2)), nn::Flatten(),
+                            nn::Linear(16 * 7 * 7, 10), nn::LogSoftmax(1));
+  ember::testing::RandomizeNormStats(*cnn);
+  cnn->eval();
+  jit::TraceOptions opt;
+  opt.dynamic_batch = true;
+  opt.input_names = {"images"};
+  opt.output_names = {"logits"};
+  jit::GraphModule g = jit::trace(*cnn, randn({2, 1, 28, 28}), opt);
+  g.metadata()["model_name"] = "cnn";
+  for (int opset : {13, 17}) {
+    jit::GraphModule loaded = RoundTrip(g, "cnn", opset);
+    const std::string text = loaded.graph().str();
+    EXPECT_NE(text.find("graph(%images: f32[B,1,28,28])"), std::string::npos) << text;
+    EXPECT_EQ(loaded.graph().op_histogram(), g.graph().op_histogram()) << text;
+    EXPECT_EQ(loaded.metadata().at("producer_name").to_string(), "ember");
+    EXPECT_EQ(loaded.metadata().at("model_name").to_string(), "cnn");
+    for (int64_t b : {1, 3, 8}) {
+      const Tensor x = randn({b, 1, 28, 28});
+      EXPECT_LE(MaxRel(loaded.forward(x), g.forward(x)), 1e-6) << "batch " << b;
+    }
+  }
+  // The frozen graph (batch norm folded into the conv, relu fused) reads back too.
+  jit::GraphModule frozen = jit::freeze(g);
+  jit::GraphModule loaded = RoundTrip(frozen, "cnn_frozen");
+  const Tensor x = randn({4, 1, 28, 28});
+  EXPECT_LE(MaxRel(loaded.forward(x), g.forward(x)), 1e-5);
+}
+
+TEST(OnnxLoad, MlpWithLayerNormAndReshapes) {
+  manual_seed(42);
+  auto m = nn::Sequential(nn::Linear(12, 12), nn::LayerNorm(std::vector<int64_t>{12}), nn::Tanh());
+  m->eval();
+  auto fn = [&](const std::vector<Tensor>& in) -> std::vector<Tensor> {
+    Tensor h = m->forward(in[0]).view({-1, 3, 4}).permute({0, 2, 1});
+    return {softmax(h.reshape({-1, 12}), 1) + h.reshape({-1, 12}).sigmoid()};
+  };
+  jit::TraceOptions opt;
+  opt.dynamic_batch = true;
+  jit::GraphModule g = jit::trace(*m, fn, {randn({2, 12})}, opt);
+  jit::GraphModule loaded = RoundTrip(g, "mlp_ln");
+  for (int64_t b : {1, 6}) {
+    const Tensor x = randn({b, 12});
+    EXPECT_LE(MaxRel(loaded.forward(x), g.forward(x)), 1e-6) << "batch " << b;
+  }
+  // Opset 16 writes layer norm as ReduceMean and friends, which load does not read.
+  ExpectError([&] { RoundTrip(g, "mlp_ln16", 16); },
+              {"[onnx::load] node", "op ReduceMean) in opset 16 has no ember form", "docs/onnx.md"});
+}
+
+TEST(OnnxLoad, FilesItCannotReadAreRefused) {
+  ExpectError([] { onnx::load(TempPath("no_such_file.onnx")); }, {"[onnx::load] cannot open"});
+  const std::string junk = TempPath("junk.onnx");
+  std::ofstream(junk) << "this is not protobuf";
+  ExpectError([&] { onnx::load(junk); }, {"[onnx::load]", "is not an ONNX model"});
+}
+
+}  // namespace onnx_load_test
+}  // namespace ember
