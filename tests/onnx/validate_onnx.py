@@ -22,6 +22,7 @@ import sys
 
 import numpy as np
 import onnx
+import onnx.mapping
 import onnx.numpy_helper
 
 
@@ -255,7 +256,7 @@ def eval_node(n, a, i):
     if t == "Mod":
         return [(np.fmod(i[0], i[1]) if a.get("fmod", 0) else np.mod(i[0], i[1])).astype(i[0].dtype)]
     if t == "Cast":
-        to = onnx.helper.tensor_dtype_to_np_dtype(a["to"])
+        to = onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[a["to"]]
         return [x.astype(to)]
     if t == "Where":
         return [np.where(i[0], i[1], i[2])]
