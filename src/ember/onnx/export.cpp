@@ -143,10 +143,13 @@ void Exporter::name_vars() {
       const jit::Var& var = g_.vars[id];
       const bool is_value = var.kind == jit::VarKind::Param || var.kind == jit::VarKind::Const;
       if (var_names_.count(v) != 0 || is_value != params) continue;
-      if (is_value)
-        var_names_[v] = fresh(var.name.empty() ? "const" + std::to_string(id) : var.name);
-      else
-        var_names_[v] = fresh("v" + std::to_string(id));
+      // Appended, not "v" + std::to_string(id): GCC 12 -O3 warns falsely on the latter here.
+      std::string base = var.name;
+      if (!is_value || base.empty()) {
+        base = is_value ? "const" : "v";
+        base += std::to_string(id);
+      }
+      var_names_[v] = fresh(base);
     }
   }
 }
@@ -243,7 +246,7 @@ pb::NodeProto* Exporter::add(const char* type, const std::vector<std::string>& i
   pb::NodeProto* n = gp_->add_node();
   n->set_op_type(type);
   // Appended piecewise: GCC 12 at -O3 warns (stringop-overflow, a false positive) on
-  // "n" + std::to_string(...) here.
+  // "n" + std::to_string(...) in this file.
   std::string name = "n";
   name += std::to_string(node_);
   name += '_';
