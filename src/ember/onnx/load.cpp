@@ -227,6 +227,7 @@ class Importer {
     static const std::map<std::string, const char*, std::less<>> kBinary = {
         {"Add", "add"}, {"Sub", "sub"},     {"Mul", "mul"},    {"Div", "div"},
         {"Pow", "pow"}, {"Max", "maximum"}, {"Min", "minimum"}};
+    if (n.output_size() < 1 || n.output(0).empty()) unsupported("it has no output");
     if (n.output_size() != 1 && op != "Dropout" && op != "BatchNormalization") {
       unsupported("it has " + std::to_string(n.output_size()) + " outputs");
     }
