@@ -86,7 +86,7 @@ void Exporter::run() {
     step_.clear();
     std::vector<Operand> in;
     for (int id : n.inputs) in.push_back(operand(id));
-    if (n.outputs.size() != 1) {
+    if (n.outputs.size() != 1 || n.op == "chunk" || n.op == "split" || n.op == "unbind") {
       std::vector<Result> outs;
       for (int id : n.outputs) outs.push_back(Result{var_names_.at(id), g_.var(id).dtype, g_.var(id).shape});
       multi(n.op, in, n.attrs, outs);

@@ -568,7 +568,11 @@ void Exporter::matmul_add(const std::vector<Operand>& in, const Dict& attrs, con
   }
   if (beta == 0.0) return;
   std::string base = cast(in[0], dt);
-  if (beta != 1.0) {
+  if (beta != 1.0 && in[0].value != nullptr) {
+    // A constant input (a bias) is scaled now (OpenCV 4.6 refuses Mul of two constants).
+    base = fresh(in[0].name + "_scaled");
+    init_tensor(base, (in[0].value->to(dt) * beta).contiguous());
+  } else if (beta != 1.0) {
     const std::string b = fresh(out.name + "_input_scaled");
     add("Mul", {base, init_scalar(out.name + "_beta", dt, beta)}, {b});
     base = b;

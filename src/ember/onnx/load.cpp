@@ -228,7 +228,7 @@ class Importer {
         {"Add", "add"}, {"Sub", "sub"},     {"Mul", "mul"},    {"Div", "div"},
         {"Pow", "pow"}, {"Max", "maximum"}, {"Min", "minimum"}};
     if (n.output_size() < 1 || n.output(0).empty()) unsupported("it has no output");
-    if (n.output_size() != 1 && op != "Dropout" && op != "BatchNormalization") {
+    if (n.output_size() != 1 && op != "Dropout" && op != "BatchNormalization" && op != "LayerNormalization") {
       unsupported("it has " + std::to_string(n.output_size()) + " outputs");
     }
     if (auto it = kUnary.find(op); it != kUnary.end()) {
@@ -346,6 +346,7 @@ class Importer {
 
   void layer_norm(const pb::NodeProto& n) {
     const jit::Var& x = g_.var(input(0));
+    if (x.kind == jit::VarKind::Node) infer_dynamic_shapes();  // the shapes so far
     const int64_t r = static_cast<int64_t>(x.shape.size());
     int64_t axis = attr_int("axis", -1);
     if (axis < 0) axis += r;
@@ -355,7 +356,7 @@ class Importer {
       if (!x.shape[static_cast<size_t>(d)].is_static()) unsupported("normalizing over the batch dim");
       shape.push_back(x.shape[static_cast<size_t>(d)].b);
     }
-    if (n.output_size() > 1) unsupported("its mean / inverse std outputs");
+    if (n.output_size() > 1 && !n.output(1).empty()) unsupported("its mean / inverse std outputs");
     Dict a;
     a.insert("normalized_shape", Value(shape));
     a.insert("eps", Value(attr_float("epsilon", 1e-5)));
@@ -368,6 +369,7 @@ class Importer {
     if (attr_int("allowzero", 0) != 0) unsupported("allowzero");
     std::vector<int64_t> target = constant_ints(1, "the target shape");
     const jit::Var& x = g_.var(input(0));
+    if (x.kind == jit::VarKind::Node) infer_dynamic_shapes();  // the shapes so far
     int inferred = 0;
     for (int64_t v : target) inferred += v == -1 ? 1 : 0;
     for (size_t k = 0; k < target.size(); ++k) {
