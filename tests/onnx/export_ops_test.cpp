@@ -42,7 +42,7 @@ TEST(OnnxExportOps, GeluBothFormsRunInOpenCV) {
   jit::TraceOptions opt;
   opt.dynamic_batch = true;
   jit::GraphModule g = jit::trace(*lin, fn, {randn({2, 6})}, opt);
-  const std::string out = ExportAndCompare(g, "gelu", {6});
+  const std::string out = ExportAndCompare(g, "gelu", {6}, {}, Runtime::Both);
   EXPECT_TRUE(Has(out, "ops Gemm Div Erf Add Mul Mul Mul Mul Mul Add Mul Tanh Add Mul Mul\n")) << out;
   EXPECT_TRUE(Has(out, "output output1 FLOAT [B,8]")) << out;
   // Frozen: gelu is a step of a fused chain, written the same way.
@@ -155,7 +155,8 @@ TEST(OnnxExportOps, JoinsSlicesAndSelections) {
     return {cat({halves[1], halves[0]}, 3) + cat({parts[1], parts[0]}, 2) * 2.0,
             x.slice(3, 1, std::nullopt, 2) + x.narrow(3, 0, 3)};
   };
-  const std::string out = ExportAndCompare(TraceFn(cv_fn, {randn({2, 2, 4, 6})}), "joins_cv", {2, 4, 6});
+  const std::string out =
+      ExportAndCompare(TraceFn(cv_fn, {randn({2, 2, 4, 6})}), "joins_cv", {2, 4, 6}, {}, Runtime::Both);
   EXPECT_TRUE(Has(out, "ops Slice Slice Slice Slice Concat Mul Concat Add Slice Slice Add\n")) << out;
 }
 
@@ -282,7 +283,8 @@ TEST(OnnxExportOps, AddmmBaddbmmAndTransposedConv) {
   up_pad->eval();
   jit::TraceOptions copt;
   copt.dynamic_batch = true;
-  const std::string cout_ = ExportAndCompare(jit::trace(*up, randn({2, 3, 5, 5}), copt), "deconv", {3, 5, 5});
+  const std::string cout_ =
+      ExportAndCompare(jit::trace(*up, randn({2, 3, 5, 5}), copt), "deconv", {3, 5, 5}, {}, Runtime::Both);
   EXPECT_TRUE(Has(cout_, "ops ConvTranspose\n")) << cout_;
   // OpenCV 4.6 refuses ConvTranspose's output_padding: numpy.
   ExportAndCompare(jit::trace(*up_pad, randn({2, 3, 5, 5}), copt), "deconv_pad", {3, 5, 5}, {}, Runtime::Numpy);
@@ -359,6 +361,28 @@ TEST(OnnxExportOps, MultiheadAttentionGraph) {
         return std::vector<Tensor>{randn({b, L, 8}), padding(b)};
       },
       Opset(14), Runtime::Numpy);
+}
+
+// A transformer encoder (two layers, gelu, causal mask given as a graph input): attention,
+// layer norm, gelu and the feed-forward linears together.
+TEST(OnnxExportOps, TransformerEncoderGraph) {
+  manual_seed(22);
+  nn::TransformerEncoderLayer layer(
+      nn::TransformerEncoderLayerOptions(8, 2).dim_feedforward(16).dropout(0.1).activation("gelu").batch_first(true));
+  nn::TransformerEncoder enc(layer, 2);
+  enc->eval();
+  const int64_t L = 4;
+  auto fn = [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{enc->forward(in[0])}; };
+  jit::TraceOptions opt;
+  opt.dynamic_batch = true;
+  jit::GraphModule g = jit::trace(*enc, fn, {randn({3, L, 8})}, opt);
+  for (int opset : {14, 17}) {
+    const std::string out =
+        ExportAndCompare(g, "encoder" + std::to_string(opset), {L, 8}, Opset(opset), Runtime::Numpy);
+    EXPECT_TRUE(Has(out, "Erf")) << out;
+    EXPECT_TRUE(Has(out, opset == 17 ? "LayerNormalization" : "ReduceMean")) << out;
+  }
+  ExportAndCompare(jit::freeze(g), "encoder_frozen", {L, 8}, {}, Runtime::Numpy);
 }
 
 struct RecurrentClassifierImpl : nn::Module {

@@ -91,7 +91,9 @@ TEST(OnnxExport, FashionMnistCnnBeforeAndAfterFreeze) {
   cnn->eval();
   jit::GraphModule g = TraceNamed(*cnn, randn({2, 1, 28, 28}), "images", "logits");
   ASSERT_EQ(g.graph().op_histogram().at("batch_norm"), 1);
-  const std::string out = ExportAndCompare(g, "cnn", {1, 28, 28});
+  // OpenCV, and the numpy evaluator too (a check of the evaluator on conv, batch norm,
+  // pools and Gemm against an independent runtime).
+  const std::string out = ExportAndCompare(g, "cnn", {1, 28, 28}, {}, Runtime::Both);
   EXPECT_TRUE(Has(out, "input images FLOAT [B,1,28,28]")) << out;
   EXPECT_TRUE(Has(out, "output logits FLOAT [B,10]")) << out;
   EXPECT_TRUE(Has(out, "ops Conv BatchNormalization Relu MaxPool Conv Relu MaxPool Flatten Gemm\n")) << out;
