@@ -4,7 +4,7 @@
 //
 // Choices made for the runtimes that read these files: chunk, split and unbind become one
 // Slice (or Gather) per piece rather than Split, whose sizes moved from an attribute to an
-// input in opset 13 (OpenCV 4.6 reads neither form of the op's later versions); addmm and
+// input in opset 13 (OpenCV 4.6 does not read that input); addmm and
 // baddbmm are MatMul, Mul and Add (Gemm takes only 2-D operands); group norm is
 // InstanceNormalization over [N, groups, -1] with the affine applied after it, as ONNX's
 // own GroupNormalization arrives only in opset 18.
