@@ -17,6 +17,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -196,10 +197,24 @@ class Importer {
     if (attr(name) != nullptr) unsupported("attribute '" + std::string(name) + "' " + why);
   }
 
-  // Adds one ember node for the ONNX node's (first) output.
-  void emit(const char* op, std::vector<int> inputs, Dict attrs = {}) {
+  // Adds one ember node for the ONNX node's (first) output; returns its var.
+  int emit(const char* op, std::vector<int> inputs, Dict attrs = {}) {
     const int out = g_.add_node(op, std::move(inputs), std::move(attrs))[0];
     ids_[n_->output(0)] = out;
+    return out;
+  }
+  // The rank of value k of the node (shapes inferred so far).
+  int64_t rank_of(int k) {
+    const int id = input(k);
+    if (g_.var(id).kind == jit::VarKind::Node) infer_dynamic_shapes();
+    return static_cast<int64_t>(g_.var(id).shape.size());
+  }
+  // Axes from input k (opset 13+) or, for the ops that kept it there, the 'axes' attribute.
+  std::vector<int64_t> axes_of(int k, int64_t rank) {
+    std::vector<int64_t> axes =
+        k < n_->input_size() && !n_->input(k).empty() ? constant_ints(k, "axes") : attr_ints("axes", {});
+    for (int64_t& a : axes) a = a < 0 ? a + rank : a;
+    return axes;
   }
 
   // ONNX pads [begin..., end...] as ember's symmetric padding.
@@ -287,6 +302,14 @@ class Importer {
       Dict a;
       a.insert("dim", Value(attr_int("axis", -1)));
       emit(op == "Softmax" ? "softmax" : "log_softmax", {input(0)}, a);
+    } else if (op == "Unsqueeze" || op == "Squeeze") {
+      squeeze(op == "Unsqueeze");
+    } else if (op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin") {
+      reduce(op);
+    } else if (op == "Gather") {
+      gather();
+    } else if (op == "Slice") {
+      slice();
     } else if (op == "Concat") {
       std::vector<int> ins;
       for (int k = 0; k < n.input_size(); ++k) ins.push_back(input(k));
@@ -361,6 +384,88 @@ class Importer {
     a.insert("normalized_shape", Value(shape));
     a.insert("eps", Value(attr_float("epsilon", 1e-5)));
     emit("layer_norm", {input(0), input(1), n.input_size() > 2 ? input(2) : -1}, a);
+  }
+
+  void squeeze(bool unsqueeze) {
+    const int64_t r = rank_of(0);
+    std::vector<int64_t> axes =
+        n_->input_size() > 1 && !n_->input(1).empty() ? constant_ints(1, "axes") : attr_ints("axes", {});
+    // Unsqueeze's axes count in the output's rank.
+    const int64_t rank = unsqueeze ? r + static_cast<int64_t>(axes.size()) : r;
+    for (int64_t& v : axes) v = v < 0 ? v + rank : v;
+    int x = input(0);
+    if (!unsqueeze && axes.empty()) {
+      emit("squeeze", {x});  // every dim of size 1
+      return;
+    }
+    // One dim at a time: ascending for unsqueeze (axes of the output), descending for squeeze.
+    std::sort(axes.begin(), axes.end());
+    if (!unsqueeze) std::reverse(axes.begin(), axes.end());
+    for (int64_t a : axes) {
+      Dict d;
+      d.insert("dim", Value(a));
+      x = emit(unsqueeze ? "unsqueeze" : "squeeze", {x}, d);
+    }
+  }
+
+  void reduce(const std::string& op) {
+    const int64_t r = rank_of(0);
+    // ReduceSum takes its axes as an input from opset 13; the others until opset 18.
+    const std::vector<int64_t> axes = axes_of(op == "ReduceSum" ? 1 : 99, r);
+    if (axes.empty() && attr_int("noop_with_empty_axes", 0) != 0) unsupported("noop_with_empty_axes");
+    Dict a;
+    a.insert("dim", Value(axes));  // empty: every dim, as ONNX
+    a.insert("keepdim", Value(attr_int("keepdims", 1) != 0));
+    const char* name = op == "ReduceSum" ? "sum" : op == "ReduceMean" ? "mean" : op == "ReduceMax" ? "amax" : "amin";
+    if (op == "ReduceSum" || op == "ReduceMean") a.insert("dtype", Value());
+    emit(name, {input(0)}, a);
+  }
+
+  // Gather of one constant index drops the axis: select. Rows of a constant matrix picked by
+  // computed indices: embedding.
+  void gather() {
+    const int64_t axis = attr_int("axis", 0);
+    const Tensor* idx = constant(1);
+    if (idx != nullptr && idx->dim() == 0) {
+      Dict a;
+      a.insert("dim", Value(axis));
+      a.insert("index", Value(idx->to(kInt64).item().to_long()));
+      emit("select", {input(0)}, a);
+      return;
+    }
+    const Tensor* w = constant(0);
+    if (w != nullptr && w->dim() == 2 && (axis == 0 || axis == -2) && idx == nullptr) {
+      Dict a;
+      a.insert("padding_idx", Value());
+      a.insert("max_norm", Value());
+      a.insert("norm_type", Value(2.0));
+      emit("embedding", {input(1), input(0)}, a);
+      return;
+    }
+    unsupported("a Gather that is neither one constant index nor rows of a constant matrix");
+  }
+
+  void slice() {
+    const std::vector<int64_t> starts = constant_ints(1, "starts"), ends = constant_ints(2, "ends");
+    const int64_t r = rank_of(0);
+    std::vector<int64_t> axes(starts.size()), steps(starts.size(), 1);
+    for (size_t k = 0; k < axes.size(); ++k) axes[k] = static_cast<int64_t>(k);
+    if (n_->input_size() > 3 && !n_->input(3).empty()) axes = constant_ints(3, "axes");
+    if (n_->input_size() > 4 && !n_->input(4).empty()) steps = constant_ints(4, "steps");
+    if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size()) {
+      unsupported("starts, ends, axes and steps of different lengths");
+    }
+    int x = input(0);
+    for (size_t k = 0; k < starts.size(); ++k) {
+      if (steps[k] <= 0) unsupported("a step below 1");
+      Dict a;
+      a.insert("dim", Value(axes[k] < 0 ? axes[k] + r : axes[k]));
+      a.insert("start", Value(starts[k]));
+      // An end past any size (INT64_MAX from exporters) is the end of the dim.
+      a.insert("end", ends[k] >= (int64_t{1} << 62) ? Value() : Value(ends[k]));
+      a.insert("step", Value(steps[k]));
+      x = emit("slice", {x}, a);
+    }
   }
 
   // Reshape to a constant target: 0 copies the input's dim; a copied batch dim becomes the

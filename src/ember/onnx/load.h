@@ -7,7 +7,8 @@
 //
 // The subset read is the one ember's exporter writes for such models: Conv, Gemm, MatMul,
 // the element-wise ops, pools, batch and layer normalization, reshapes, transposes,
-// softmax, concat; anything else is an error naming the node, its op and the opset.
+// softmax, concat, (un)squeeze, reductions, slices, gathers (select, embedding); anything
+// else is an error naming the node, its op and the opset (docs/onnx.md lists the ops).
 
 #include <string>
 
