@@ -664,7 +664,7 @@ void Exporter::layer_norm(const std::vector<Operand>& in, const Dict& attrs, con
 
 // A reshape to out's shape: static dims as they are, dims that follow the batch copied
 // from the input (0) where the input has the same dim at that position, else inferred
-// (-1, at most one).
+// (-1) when there is one such dim, else the whole target computed (shape_of).
 void Exporter::reshape(const Operand& x, const Result& out) {
   std::vector<int64_t> target;
   int inferred = 0;
