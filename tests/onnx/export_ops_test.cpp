@@ -227,6 +227,19 @@ TEST(OnnxExportOps, CreationOpsAsConstantsOrConstantOfShape) {
   EXPECT_TRUE(Has(out, "output output1 FLOAT [2,B,4]")) << out;
 }
 
+// A reshape whose target has two dims that follow the batch at new places: ONNX infers one
+// (-1) at most, so the target is computed from the input's batch size.
+TEST(OnnxExportOps, ReshapeWithTwoBatchDimsComputesItsTarget) {
+  auto fn = [](const std::vector<Tensor>& in) -> std::vector<Tensor> {
+    Tensor m = in[0].matmul(in[0].t());  // [B, B]
+    return {m.view({1, 1, m.size(0), m.size(1)}).tanh()};
+  };
+  jit::GraphModule g = TraceFn(fn, {randn({3, 4})});
+  const std::string out = ExportAndCompare(g, "reshape_bb", {4}, {}, Runtime::Numpy);
+  EXPECT_TRUE(Has(out, "output output0 FLOAT [1,1,B,B]")) << out;
+  EXPECT_TRUE(Has(out, "Shape Gather")) << out;
+}
+
 TEST(OnnxExportOps, ComparisonsAndLogicalOps) {
   manual_seed(18);
   auto fn = [](const std::vector<Tensor>& in) -> std::vector<Tensor> {
