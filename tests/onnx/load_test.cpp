@@ -115,6 +115,26 @@ TEST(OnnxLoad, EmbeddingSlicesAndReductions) {
   }
 }
 
+// Attention without masks exports as reshapes, rank-0 Gathers (unbind), MatMul, Softmax and
+// ReduceSum: a transformer encoder reads back and serves every batch size.
+TEST(OnnxLoad, TransformerEncoderRoundTrip) {
+  manual_seed(44);
+  nn::TransformerEncoderLayer layer(
+      nn::TransformerEncoderLayerOptions(8, 2).dim_feedforward(16).activation("gelu").batch_first(true));
+  nn::TransformerEncoder enc(layer, 2);
+  enc->eval();
+  jit::TraceOptions opt;
+  opt.dynamic_batch = true;
+  jit::GraphModule g = jit::trace(*enc, randn({3, 4, 8}), opt);
+  for (int opset : {16, 17}) {
+    jit::GraphModule loaded = RoundTrip(g, "encoder", opset);
+    for (int64_t b : {1, 6}) {
+      const Tensor x = randn({b, 4, 8});
+      EXPECT_LE(MaxRel(loaded.forward(x), g.forward(x)), 1e-5) << "opset " << opset << " batch " << b;
+    }
+  }
+}
+
 TEST(OnnxLoad, FilesItCannotReadAreRefused) {
   // A comparison (Greater) and Where (masked_fill): not read yet; the first one is named.
   auto fn = [](const std::vector<Tensor>& in) -> std::vector<Tensor> {
