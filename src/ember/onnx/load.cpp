@@ -96,6 +96,8 @@ Tensor read_tensor(const pb::TensorProto& p) {
   return t;
 }
 
+constexpr int64_t kShapeBatch = 2;
+
 class Importer {
  public:
   Importer(const pb::GraphProto& gp, int opset) : gp_(gp), opset_(opset) {}
@@ -238,10 +240,12 @@ class Importer {
         {"Relu", "relu"},   {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}, {"Exp", "exp"},
         {"Neg", "neg"},     {"Abs", "abs"},         {"Sqrt", "sqrt"}, {"Log", "log"},
         {"Erf", "erf"},     {"Sin", "sin"},         {"Cos", "cos"},   {"Reciprocal", "reciprocal"},
-        {"Floor", "floor"}, {"Ceil", "ceil"},       {"Sign", "sign"}};
+        {"Floor", "floor"}, {"Ceil", "ceil"},       {"Sign", "sign"}, {"Not", "logical_not"}};
     static const std::map<std::string, const char*, std::less<>> kBinary = {
-        {"Add", "add"}, {"Sub", "sub"},     {"Mul", "mul"},    {"Div", "div"},
-        {"Pow", "pow"}, {"Max", "maximum"}, {"Min", "minimum"}};
+        {"Add", "add"},         {"Sub", "sub"},        {"Mul", "mul"},        {"Div", "div"},
+        {"Pow", "pow"},         {"Max", "maximum"},    {"Min", "minimum"},    {"Equal", "eq"},
+        {"Less", "lt"},         {"LessOrEqual", "le"}, {"Greater", "gt"},     {"GreaterOrEqual", "ge"},
+        {"And", "logical_and"}, {"Or", "logical_or"},  {"Xor", "logical_xor"}};
     if (n.output_size() < 1 || n.output(0).empty()) unsupported("it has no output");
     if (n.output_size() != 1 && op != "Dropout" && op != "BatchNormalization" && op != "LayerNormalization") {
       unsupported("it has " + std::to_string(n.output_size()) + " outputs");
@@ -302,6 +306,30 @@ class Importer {
       Dict a;
       a.insert("dim", Value(attr_int("axis", -1)));
       emit(op == "Softmax" ? "softmax" : "log_softmax", {input(0)}, a);
+    } else if (op == "Where") {
+      emit("where", {input(0), input(1), input(2)});
+    } else if (op == "Cast") {
+      Dict a;
+      a.insert("dtype",
+               Value(jit::dtype_short_name(ember_dtype(static_cast<int32_t>(attr_int("to", 0)), "Cast's 'to'"))));
+      a.insert("copy", Value(false));
+      emit("to", {input(0)}, a);
+    } else if (op == "Trilu") {
+      Dict a;
+      a.insert("diagonal", Value(n.input_size() > 1 && !n.input(1).empty() ? constant_ints(1, "k").at(0) : int64_t(0)));
+      emit(attr_int("upper", 1) != 0 ? "triu" : "tril", {input(0)}, a);
+    } else if (op == "Expand") {
+      expand();
+    } else if (op == "InstanceNormalization") {
+      // Instance norm over [N, C, *] is group norm with one channel per group.
+      const Tensor* scale = constant(1);
+      if (scale == nullptr || scale->dim() != 1) unsupported("a scale that is not a constant vector");
+      Dict a;
+      a.insert("num_groups", Value(scale->size(0)));
+      a.insert("eps", Value(attr_float("epsilon", 1e-5)));
+      emit("group_norm", {input(0), input(1), input(2)}, a);
+    } else if (op == "ConvTranspose") {
+      conv_transpose(n);
     } else if (op == "Unsqueeze" || op == "Squeeze") {
       squeeze(op == "Unsqueeze");
     } else if (op == "ReduceSum" || op == "ReduceMean" || op == "ReduceMax" || op == "ReduceMin") {
@@ -468,35 +496,58 @@ class Importer {
     }
   }
 
-  // Reshape to a constant target: 0 copies the input's dim; a copied batch dim becomes the
-  // one inferred dim (-1), so the graph keeps serving every batch size.
+  // Expand broadcasts: a 1 in the target keeps the input's dim (ember's -1).
+  void expand() {
+    std::vector<int64_t> target = constant_ints(1, "the target shape");
+    const int64_t r = rank_of(0);
+    const int64_t lead = static_cast<int64_t>(target.size()) - r;
+    if (lead < 0) unsupported("a target of lower rank than the input");
+    for (int64_t k = lead; k < static_cast<int64_t>(target.size()); ++k) {
+      if (target[static_cast<size_t>(k)] == 1) target[static_cast<size_t>(k)] = -1;
+    }
+    Dict a;
+    a.insert("size", Value(target));
+    emit("expand", {input(0)}, a);
+  }
+
+  void conv_transpose(const pb::NodeProto& n) {
+    const Tensor* w = constant(1);
+    if (w == nullptr || w->dim() != 4) unsupported("a weight that is not a constant 4-D tensor");
+    if (attr("output_shape") != nullptr) unsupported("output_shape (write pads and output_padding)");
+    Dict a;
+    a.insert("stride", Value(attr_ints("strides", {1, 1})));
+    a.insert("padding", Value(symmetric_pads(2)));
+    a.insert("output_padding", Value(attr_ints("output_padding", {0, 0})));
+    a.insert("groups", Value(attr_int("group", 1)));
+    a.insert("dilation", Value(attr_ints("dilations", {1, 1})));
+    emit("conv_transpose2d", {input(0), input(1), n.input_size() > 2 ? input(2) : -1}, a);
+  }
+
+  // Reshape to a constant target: 0 copies the input's dim; a copied dim that follows the
+  // batch is recorded as following it (a dynamic attribute, as tracing records one).
   void reshape(const pb::NodeProto&) {
     if (attr_int("allowzero", 0) != 0) unsupported("allowzero");
     std::vector<int64_t> target = constant_ints(1, "the target shape");
     const jit::Var& x = g_.var(input(0));
     if (x.kind == jit::VarKind::Node) infer_dynamic_shapes();  // the shapes so far
-    int inferred = 0;
-    for (int64_t v : target) inferred += v == -1 ? 1 : 0;
+    std::vector<jit::SymAttr> sym;
     for (size_t k = 0; k < target.size(); ++k) {
       if (target[k] != 0) continue;
       if (k >= x.shape.size()) unsupported("a 0 in the target past the input's rank");
-      if (x.shape[k].is_static()) {
-        target[k] = x.shape[k].b;
-      } else if (inferred == 0) {
-        target[k] = -1;
-        inferred = 1;
-      } else {
-        unsupported("a target that copies the batch dim and infers another (-1)");
-      }
+      const SymInt& d = x.shape[k];
+      target[k] = d.eval(kShapeBatch);
+      if (!d.is_static()) sym.push_back(jit::SymAttr{"shape", static_cast<int64_t>(k), d});
     }
     Dict a;
     a.insert("shape", Value(target));
     emit("reshape", {input(0)}, a);
+    g_.nodes.back().sym = std::move(sym);
   }
 
-  // Shapes at B = 2 and 3; a dim that differs between them follows the batch.
+  // Shapes at B = 2 and 3; a dim that differs between them follows the batch. Attributes
+  // are written at B = 2 (kShapeBatch), with the dynamic ones recorded in Node::sym.
   void infer_dynamic_shapes() {
-    g_.traced_batch = dynamic_ ? 2 : 0;
+    g_.traced_batch = dynamic_ ? kShapeBatch : 0;
     g_.infer_shapes();
     if (!dynamic_) return;
     std::vector<std::vector<SymInt>> at2;
@@ -511,7 +562,7 @@ class Importer {
         v.shape[k] = SymInt{d3 - d2, d2 - 2 * (d3 - d2)};
       }
     }
-    g_.traced_batch = 2;
+    g_.traced_batch = kShapeBatch;
   }
 };
 

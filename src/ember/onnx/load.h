@@ -7,7 +7,8 @@
 //
 // The subset read is the one ember's exporter writes for such models: Conv, Gemm, MatMul,
 // the element-wise ops, pools, batch and layer normalization, reshapes, transposes,
-// softmax, concat, (un)squeeze, reductions, slices, gathers (select, embedding); anything
+// softmax, concat, (un)squeeze, reductions, slices, gathers (select, embedding),
+// comparisons, where, cast, trilu, expand, instance norm, transposed conv; anything
 // else is an error naming the node, its op and the opset (docs/onnx.md lists the ops).
 
 #include <string>
