@@ -185,6 +185,54 @@ TEST(OnnxLoad, GroupNormDeconvMasksAndComparisons) {
   for (size_t k = 0; k < 2; ++k) EXPECT_LE(MaxRel(mgot[k], mwant[k]), 1e-5) << "output " << k;
 }
 
+// Batch-sized constants (an LSTM's initial state, an attention's padding mask) are written
+// as ConstantOfShape of sizes computed from Shape; load turns them back into size
+// attributes that follow the batch.
+TEST(OnnxLoad, RecurrentAndMaskedAttentionGraphsWithADynamicBatch) {
+  manual_seed(46);
+  nn::LSTM lstm(nn::LSTMOptions(6, 12).num_layers(2).batch_first(true));
+  nn::GRU gru(nn::GRUOptions(12, 5).batch_first(true));
+  lstm->eval();
+  gru->eval();
+  auto fn = [&](const std::vector<Tensor>& in) -> std::vector<Tensor> {
+    auto [out, state] = lstm->forward(in[0], std::nullopt);
+    auto [gout, h] = gru->forward(out);
+    return {gout, std::get<1>(state), h};
+  };
+  jit::TraceOptions opt;
+  opt.dynamic_batch = true;
+  opt.allow_constants = true;  // the GRU's weights: constants of a graph traced from the LSTM
+  jit::GraphModule g = jit::trace(*lstm, fn, {randn({3, 4, 6})}, opt);
+  opt.allow_constants = false;
+  jit::GraphModule loaded = RoundTrip(g, "rnn");
+  EXPECT_NE(loaded.graph().str().find("full(size=[2, B, 12]"), std::string::npos) << loaded.graph();
+  for (int64_t b : {1, 6}) {
+    const Tensor x = randn({b, 4, 6});
+    const std::vector<Tensor> want = g.run({x}), got = loaded.run({x});
+    for (size_t k = 0; k < want.size(); ++k)
+      EXPECT_LE(MaxRel(got[k], want[k]), 1e-5) << "batch " << b << " output " << k;
+  }
+
+  nn::MultiheadAttention mha(nn::MultiheadAttentionOptions(8, 2).batch_first(true));
+  mha->eval();
+  const int64_t L = 5;
+  auto masked = [&](const std::vector<Tensor>& in) -> std::vector<Tensor> {
+    auto [out, weights] = mha->forward(in[0], in[0], in[0], in[1], true, Tensor(), true, true);
+    return {out};
+  };
+  auto padding = [&](int64_t b) {
+    Tensor m = zeros({b, L}, TensorOptions(kBool));
+    m.select(1, L - 1).fill_(true);
+    return m;
+  };
+  jit::GraphModule mg = jit::trace(*mha, masked, {randn({3, L, 8}), padding(3)}, opt);
+  jit::GraphModule mloaded = RoundTrip(mg, "mha_dynamic", 14);
+  for (int64_t b : {1, 4}) {
+    const Tensor q = randn({b, L, 8});
+    EXPECT_LE(MaxRel(mloaded.run({q, padding(b)})[0], mg.run({q, padding(b)})[0]), 1e-5) << "batch " << b;
+  }
+}
+
 TEST(OnnxLoad, FilesItCannotReadAreRefused) {
   // fmod is written as Mod, which load does not read yet.
   auto fn = [](const std::vector<Tensor>& in) -> std::vector<Tensor> { return {fmod(in[0], 0.7).relu()}; };

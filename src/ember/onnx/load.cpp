@@ -6,7 +6,9 @@
 // As in export (Note [ONNX export]), nothing is guessed: an op, an attribute or a padding
 // with no exact ember form stops the import naming the node. Shapes are not read from the
 // file beyond the inputs: the graph is run on zeros at B = 2 and B = 3 (infer_shapes) and
-// every dim that moves with B becomes a*B + b, as jit::trace does.
+// every dim that moves with B becomes a*B + b, as jit::trace does. Sizes the file computes
+// at run time (Shape, then Gather/Mul/Add/Concat) are followed symbolically instead and end
+// as size attributes that follow B (Node::sym) of the op that reads them.
 
 #include "ember/onnx/load.h"
 
@@ -130,6 +132,9 @@ class Importer {
   jit::Graph g_;
   std::map<std::string, int> ids_;
   std::map<std::string, Tensor> values_;  // initializers and Constant outputs
+  // Sizes computed in the graph from Shape (a*B + b each): never tensors of the ember
+  // graph, they become the size attributes of the ops that read them (Note [ONNX import]).
+  std::map<std::string, std::vector<SymInt>> sizes_;
   bool dynamic_ = false;
   int node_ = -1;
   const pb::NodeProto* n_ = nullptr;
@@ -250,6 +255,7 @@ class Importer {
     if (n.output_size() != 1 && op != "Dropout" && op != "BatchNormalization" && op != "LayerNormalization") {
       unsupported("it has " + std::to_string(n.output_size()) + " outputs");
     }
+    if (size_arithmetic(op)) return;
     if (auto it = kUnary.find(op); it != kUnary.end()) {
       emit(it->second, {input(0)});
     } else if (auto bt = kBinary.find(op); bt != kBinary.end()) {
@@ -496,8 +502,119 @@ class Importer {
     }
   }
 
+  // Input k as sizes: a constant int vector, or sizes computed from Shape.
+  bool sizes_of(int k, std::vector<SymInt>& out) const {
+    if (k >= n_->input_size()) return false;
+    if (auto it = sizes_.find(n_->input(k)); it != sizes_.end()) {
+      out = it->second;
+      return true;
+    }
+    const Tensor* t = constant(k);
+    if (t == nullptr || t->is_floating_point() || t->dim() > 1) return false;
+    out.clear();
+    for (int64_t v : constant_ints(k, "sizes")) out.push_back(SymInt{0, v});
+    return true;
+  }
+  bool is_sizes(int k) const { return k < n_->input_size() && sizes_.count(n_->input(k)) != 0; }
+
+  // Shape, and Gather, Mul, Add, Concat, Unsqueeze over its sizes; ConstantOfShape of them
+  // (a zeros or full node whose size follows the batch). False: not such a node.
+  bool size_arithmetic(const std::string& op) {
+    const std::string& out = n_->output(0);
+    if (op == "Shape") {
+      if (attr("start") != nullptr || attr("end") != nullptr) unsupported("Shape with start or end");
+      if (g_.var(input(0)).kind == jit::VarKind::Node) infer_dynamic_shapes();
+      sizes_[out] = g_.var(input(0)).shape;
+      return true;
+    }
+    std::vector<SymInt> a, b;
+    if (op == "Gather" && is_sizes(0)) {
+      sizes_of(0, a);
+      const std::vector<int64_t> idx = constant_ints(1, "the index of a Gather from a shape");
+      std::vector<SymInt> picked;
+      for (int64_t i : idx) {
+        const int64_t at = i < 0 ? i + static_cast<int64_t>(a.size()) : i;
+        if (at < 0 || at >= static_cast<int64_t>(a.size())) unsupported("an index out of range of the shape");
+        picked.push_back(a[static_cast<size_t>(at)]);
+      }
+      sizes_[out] = picked;
+      return true;
+    }
+    if ((op == "Mul" || op == "Add") && (is_sizes(0) || is_sizes(1))) {
+      if (!sizes_of(0, a) || !sizes_of(1, b)) unsupported("sizes combined with a value that is not constant");
+      if (a.size() != b.size() && a.size() != 1 && b.size() != 1) unsupported("sizes of different lengths");
+      std::vector<SymInt> r;
+      for (size_t k = 0; k < std::max(a.size(), b.size()); ++k) {
+        const SymInt& x = a[a.size() == 1 ? 0 : k];
+        const SymInt& y = b[b.size() == 1 ? 0 : k];
+        if (op == "Add") {
+          r.push_back(SymInt{x.a + y.a, x.b + y.b});
+        } else if (x.is_static() || y.is_static()) {
+          const SymInt& v = x.is_static() ? y : x;
+          const int64_t c = x.is_static() ? x.b : y.b;
+          r.push_back(SymInt{v.a * c, v.b * c});
+        } else {
+          unsupported("a product of two sizes that follow the batch");
+        }
+      }
+      sizes_[out] = r;
+      return true;
+    }
+    bool any_sizes = false;
+    for (int k = 0; k < n_->input_size(); ++k) any_sizes = any_sizes || is_sizes(k);
+    if ((op == "Concat" && any_sizes) || (op == "Unsqueeze" && is_sizes(0))) {
+      std::vector<SymInt> r;
+      const int parts = op == "Concat" ? n_->input_size() : 1;
+      for (int k = 0; k < parts; ++k) {
+        if (!sizes_of(k, a)) unsupported("sizes joined with a value that is not constant");
+        r.insert(r.end(), a.begin(), a.end());
+      }
+      sizes_[out] = r;
+      return true;
+    }
+    if (op == "ConstantOfShape" && sizes_of(0, a)) {
+      Tensor value = zeros({1});
+      if (const pb::AttributeProto* v = attr("value"); v != nullptr && v->has_t()) value = read_tensor(v->t());
+      if (value.numel() != 1) unsupported("a value that is not one number");
+      Dict d;
+      d.insert("size", Value(std::vector<int64_t>{}));
+      d.insert("fill_value", value.dtype() == kBool      ? Value(value.item().to_bool())
+                             : value.is_floating_point() ? Value(value.item().to_double())
+                                                         : Value(value.item().to_long()));
+      d.insert("dtype", Value(jit::dtype_short_name(value.dtype())));
+      emit_sized("full", -1, a, d);
+      return true;
+    }
+    return false;
+  }
+
+  // An op whose "size"/"shape" attribute is `sizes`: written at B = kShapeBatch, the dims
+  // that follow the batch recorded as dynamic (Node::sym).
+  void emit_sized(const char* op, int x, const std::vector<SymInt>& sizes, Dict attrs, const char* attr_name = "size") {
+    std::vector<int64_t> at;
+    std::vector<jit::SymAttr> sym;
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      at.push_back(sizes[k].eval(kShapeBatch));
+      if (!sizes[k].is_static()) sym.push_back(jit::SymAttr{attr_name, static_cast<int64_t>(k), sizes[k]});
+    }
+    if (!sym.empty()) dynamic_ = true;
+    Value* slot = attrs.find(attr_name);
+    if (slot != nullptr)
+      *slot = Value(at);
+    else
+      attrs.insert(attr_name, Value(at));
+    emit(op, x < 0 ? std::vector<int>{} : std::vector<int>{x}, std::move(attrs));
+    g_.nodes.back().sym = std::move(sym);
+  }
+
   // Expand broadcasts: a 1 in the target keeps the input's dim (ember's -1).
   void expand() {
+    if (is_sizes(1)) {
+      std::vector<SymInt> sizes;
+      sizes_of(1, sizes);
+      emit_sized("expand", input(0), sizes, {});
+      return;
+    }
     std::vector<int64_t> target = constant_ints(1, "the target shape");
     const int64_t r = rank_of(0);
     const int64_t lead = static_cast<int64_t>(target.size()) - r;
@@ -527,6 +644,12 @@ class Importer {
   // batch is recorded as following it (a dynamic attribute, as tracing records one).
   void reshape(const pb::NodeProto&) {
     if (attr_int("allowzero", 0) != 0) unsupported("allowzero");
+    if (is_sizes(1)) {
+      std::vector<SymInt> sizes;
+      sizes_of(1, sizes);
+      emit_sized("reshape", input(0), sizes, {}, "shape");
+      return;
+    }
     std::vector<int64_t> target = constant_ints(1, "the target shape");
     const jit::Var& x = g_.var(input(0));
     if (x.kind == jit::VarKind::Node) infer_dynamic_shapes();  // the shapes so far
