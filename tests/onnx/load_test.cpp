@@ -160,7 +160,10 @@ TEST(OnnxLoad, GroupNormDeconvMasksAndComparisons) {
 
   auto cmp = [](const std::vector<Tensor>& in) -> std::vector<Tensor> {
     const Tensor& x = in[0];
-    return {x.gt(0.2).logical_and(x.le(1.0)).logical_not(), x.lt(1).to(kFloat32) + x.ne(0.5).to(kFloat32)};
+    return {x.gt(0.2).logical_and(x.le(1.0)).logical_not(),
+            x.lt(1).to(kFloat32) + x.ne(0.5).to(kFloat32) + fmod(x * 3, 0.7) + (x * 3).round() +
+                nn::functional::leaky_relu(x, 0.2) + x.clamp(Scalar(-0.3), Scalar(0.4)) + x.clamp(Scalar(0.1)) +
+                x.tan()};
   };
   jit::GraphModule cg = jit::trace(cmp, {randn({2, 5})}, opt);
   jit::GraphModule cloaded = RoundTrip(cg, "compare");
@@ -234,15 +237,15 @@ TEST(OnnxLoad, RecurrentAndMaskedAttentionGraphsWithADynamicBatch) {
 }
 
 TEST(OnnxLoad, FilesItCannotReadAreRefused) {
-  // fmod is written as Mod, which load does not read yet.
-  auto fn = [](const std::vector<Tensor>& in) -> std::vector<Tensor> { return {fmod(in[0], 0.7).relu()}; };
+  // softplus is written with Softplus, which load does not read (ONNX's has no threshold).
+  auto fn = [](const std::vector<Tensor>& in) -> std::vector<Tensor> { return {in[0].softplus().relu()}; };
   jit::TraceOptions opt;
   opt.dynamic_batch = true;
   ExpectError(
       [&] {
         RoundTrip(jit::trace(fn, {randn({2, 3})}, opt), "where");
       },
-      {"[onnx::load] node 0 ('n0_Mod', op Mod) in opset 17 has no ember form", "ember reads no Mod yet",
+      {"[onnx::load] node 0 ('n0_Softplus', op Softplus) in opset 17 has no ember form", "ember reads no Softplus yet",
        "docs/onnx.md"});
   ExpectError([] { onnx::load(TempPath("no_such_file.onnx")); }, {"[onnx::load] cannot open"});
   const std::string junk = TempPath("junk.onnx");

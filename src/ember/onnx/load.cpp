@@ -242,10 +242,13 @@ class Importer {
     if (!n.domain().empty() && n.domain() != "ai.onnx") unsupported("domain '" + n.domain() + "'");
     const std::string& op = n.op_type();
     static const std::map<std::string, const char*, std::less<>> kUnary = {
-        {"Relu", "relu"},   {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"}, {"Exp", "exp"},
-        {"Neg", "neg"},     {"Abs", "abs"},         {"Sqrt", "sqrt"}, {"Log", "log"},
-        {"Erf", "erf"},     {"Sin", "sin"},         {"Cos", "cos"},   {"Reciprocal", "reciprocal"},
-        {"Floor", "floor"}, {"Ceil", "ceil"},       {"Sign", "sign"}, {"Not", "logical_not"}};
+        {"Relu", "relu"},   {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"},   {"Exp", "exp"},
+        {"Neg", "neg"},     {"Abs", "abs"},         {"Sqrt", "sqrt"},   {"Log", "log"},
+        {"Erf", "erf"},     {"Sin", "sin"},         {"Cos", "cos"},     {"Reciprocal", "reciprocal"},
+        {"Floor", "floor"}, {"Ceil", "ceil"},       {"Sign", "sign"},   {"Not", "logical_not"},
+        {"Tan", "tan"},     {"Asin", "asin"},       {"Acos", "acos"},   {"Atan", "atan"},
+        {"Sinh", "sinh"},   {"Cosh", "cosh"},       {"Round", "round"}, {"IsNaN", "isnan"},
+        {"IsInf", "isinf"}};
     static const std::map<std::string, const char*, std::less<>> kBinary = {
         {"Add", "add"},         {"Sub", "sub"},        {"Mul", "mul"},        {"Div", "div"},
         {"Pow", "pow"},         {"Max", "maximum"},    {"Min", "minimum"},    {"Equal", "eq"},
@@ -312,6 +315,15 @@ class Importer {
       Dict a;
       a.insert("dim", Value(attr_int("axis", -1)));
       emit(op == "Softmax" ? "softmax" : "log_softmax", {input(0)}, a);
+    } else if (op == "LeakyRelu") {
+      Dict a;
+      a.insert("negative_slope", Value(attr_float("alpha", 0.01)));
+      emit("leaky_relu", {input(0)}, a);
+    } else if (op == "Clip") {
+      clip();
+    } else if (op == "Mod") {
+      // fmod = 1: C's fmod, eager's fmod; fmod = 0 (integers): the divisor's sign, remainder.
+      emit(attr_int("fmod", 0) != 0 ? "fmod" : "remainder", {input(0), input(1)});
     } else if (op == "Where") {
       emit("where", {input(0), input(1), input(2)});
     } else if (op == "Cast") {
@@ -605,6 +617,22 @@ class Importer {
       attrs.insert(attr_name, Value(at));
     emit(op, x < 0 ? std::vector<int>{} : std::vector<int>{x}, std::move(attrs));
     g_.nodes.back().sym = std::move(sym);
+  }
+
+  // Clip with constant bounds (absent: unbounded) is clamp.
+  void clip() {
+    Dict a;
+    for (int k : {1, 2}) {
+      Value bound;
+      if (k < n_->input_size() && !n_->input(k).empty()) {
+        const Tensor* t = constant(k);
+        if (t == nullptr || t->numel() != 1) unsupported("a bound that is not a constant number");
+        bound =
+            t->is_floating_point() ? Value(t->to(kFloat64).item().to_double()) : Value(t->to(kInt64).item().to_long());
+      }
+      a.insert(k == 1 ? "min" : "max", bound);
+    }
+    emit("clamp", {input(0)}, a);
   }
 
   // Expand broadcasts: a 1 in the target keeps the input's dim (ember's -1).
