@@ -248,6 +248,17 @@ TEST(OnnxLoad, FilesItCannotReadAreRefused) {
       {"[onnx::load] node 0 ('n0_Softplus', op Softplus) in opset 17 has no ember form", "ember reads no Softplus yet",
        "docs/onnx.md"});
   ExpectError([] { onnx::load(TempPath("no_such_file.onnx")); }, {"[onnx::load] cannot open"});
+  // Two dims that vary independently (written by the ONNX package's own helper).
+  const std::string two_dims = TempPath("two_dims.onnx");
+  const Validation made = RunCommand(
+      "/usr/bin/python3 -c \"import onnx; from onnx import helper as h, TensorProto as T; "
+      "x = h.make_tensor_value_info('x', T.FLOAT, ['batch', 'seq']); "
+      "y = h.make_tensor_value_info('y', T.FLOAT, ['batch', 'seq']); "
+      "g = h.make_graph([h.make_node('Relu', ['x'], ['y'])], 'g', [x], [y]); "
+      "onnx.save(h.make_model(g, opset_imports=[h.make_opsetid('', 17)]), '" +
+      two_dims + "')\"");
+  ASSERT_EQ(made.status, 0) << made.output;
+  ExpectError([&] { onnx::load(two_dims); }, {"[onnx::load] graph input 'x'", "'batch' and 'seq'", "one dynamic dim"});
   const std::string junk = TempPath("junk.onnx");
   std::ofstream(junk) << "this is not protobuf";
   ExpectError([&] { onnx::load(junk); }, {"[onnx::load]", "is not an ONNX model"});

@@ -136,6 +136,7 @@ class Importer {
   // graph, they become the size attributes of the ops that read them (Note [ONNX import]).
   std::map<std::string, std::vector<SymInt>> sizes_;
   bool dynamic_ = false;
+  std::string batch_name_;  // the dim_param read as B
   int node_ = -1;
   const pb::NodeProto* n_ = nullptr;
 
@@ -153,6 +154,13 @@ class Importer {
         shape.push_back(SymInt{0, d.dim_value()});
       } else {
         // A named (or unnamed) dim: the batch, the one size ember lets vary.
+        const std::string& name = d.dim_param();
+        if (!batch_name_.empty() && !name.empty() && name != batch_name_) {
+          EMBER_ERROR("[onnx::load] graph input '", vi.name(), "' has the dims '", batch_name_, "' and '", name,
+                      "' that vary independently; ember graphs have one dynamic dim (the batch): export the "
+                      "model with the other dims fixed");
+        }
+        if (!name.empty()) batch_name_ = name;
         shape.push_back(SymInt{1, 0});
         dynamic_ = true;
       }
