@@ -215,13 +215,16 @@ Tensor StaticQuantizedLinearImpl::forward(const Tensor& input) {
   const bool relu = relu_;
   parallel_for(0, M, rows_per_chunk(N), [&](int64_t r0, int64_t r1) {
     kernels::cpu::qdequantize_rows(y, r0, r1, N, cr, cs, b);
-    for (int64_t i = r0 * N; i < r1 * N; ++i) {
-      float v = y[i];
-      if (relu) v = std::max(v, 0.0f);
-      const volatile float scaled = v * inv_out;
-      const float code = std::clamp(std::nearbyint(scaled) + zp_out, lo, hi);
-      const volatile float centred = code - zp_out;
-      y[i] = centred * s_out;
+    // Separate multiplies and subtractions (no a * b + c to contract into an FMA), so the
+    // rounding is the same at every ISA level; the loop vectorizes (roundps).
+    float* row = y + r0 * N;
+    const int64_t n = (r1 - r0) * N;
+    if (relu) {
+      for (int64_t i = 0; i < n; ++i) row[i] = std::max(row[i], 0.0f);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const float code = std::min(std::max(std::nearbyint(row[i] * inv_out) + zp_out, lo), hi);
+      row[i] = (code - zp_out) * s_out;
     }
   });
   return out;
