@@ -36,6 +36,7 @@
 #include <ember/profiler/profiler.h>
 #include <ember/ember.h>
 #include <ember/quant/quant.h>
+#include <ember/quant/static_quant.h>
 #ifdef EMBER_HAVE_DISTRIBUTED
 #include <ember/distributed/ddp.h>
 #include <ember/distributed/distributed.h>

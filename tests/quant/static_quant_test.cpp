@@ -5,6 +5,7 @@
 
 #include <ember/ember.h>
 #include <ember/quant/quant.h>
+#include <ember/quant/static_quant.h>
 #include <gtest/gtest.h>
 
 #include <cfloat>

@@ -7,6 +7,7 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ember/ember.h>
 #include <ember/quant/quant.h>
+#include <ember/quant/static_quant.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 

@@ -7,7 +7,7 @@
 
 #include "ember/core/check.h"
 #include "ember/kernels/cpu/qgemm.h"
-#include "ember/quant/quant.h"
+#include "ember/quant/static_quant.h"
 
 namespace ember::quant {
 

@@ -16,7 +16,7 @@
 #include "ember/nn/modules/container.h"
 #include "ember/nn/modules/linear.h"
 #include "ember/ops/creation.h"
-#include "ember/quant/quant.h"
+#include "ember/quant/static_quant.h"
 
 namespace ember::quant {
 
