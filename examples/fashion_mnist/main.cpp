@@ -4,7 +4,8 @@
 //   fashion_mnist [--epochs 2] [--batch-size 64] [--lr 1e-3] [--threads 2] [--seed 0]
 //                 [--workers 2] [--data DIR] [--out DIR] [--resume] [--limit N]
 //                 [--min-accuracy X] [--export model.ember] [--model cnn|mlp]
-//                 [--quantize dynamic|static] [--profile trace.json] [--amp bf16|fp16]
+//                 [--quantize dynamic|static] [--observer minmax|moving_average|percentile]
+//                 [--profile trace.json] [--amp bf16|fp16]
 //                 [--distributed]
 //
 // --model mlp trains a 784-512-256-10 MLP instead of the CNN. --quantize dynamic then
@@ -13,7 +14,8 @@
 // disk, and the time of a test-set pass (batch 1000) and of one image (batch 1).
 // --quantize static does the same with static post-training quantization (quant::prepare,
 // calibration on the first 1000 training images, quant::convert): Linear (+ReLU) layers
-// with activations quantized with the calibrated, fixed scales.
+// with activations quantized with the calibrated, fixed scales; --observer minmax (default),
+// moving_average or percentile picks the activation observers.
 // --export traces the trained model (eval mode, dynamic batch), freezes it (batch norm and
 // constants folded, element-wise chains fused) and saves one artifact with the labels, the
 // input normalisation and a reference input profile; examples/infer runs it (docs/jit.md).
@@ -76,6 +78,7 @@ struct Args {
   std::string export_path;
   std::string model = "cnn";
   std::string quantize;
+  std::string observer = "minmax";
   std::string profile_path;
   std::string amp;  // "", "bf16" or "fp16"
   bool distributed = false;
@@ -83,12 +86,12 @@ struct Args {
 };
 
 [[noreturn]] void usage(const char* prog, const std::string& problem) {
-  std::fprintf(
-      stderr,
-      "%s: %s\nusage: %s [--epochs N] [--batch-size N] [--lr X] [--threads N] [--seed N] "
-      "[--workers N] [--data DIR] [--out DIR] [--resume] [--limit N] [--min-accuracy X] [--export FILE] "
-      "[--model cnn|mlp] [--quantize dynamic|static] [--profile trace.json] [--amp bf16|fp16] [--distributed]\n",
-      prog, problem.c_str(), prog);
+  std::fprintf(stderr,
+               "%s: %s\nusage: %s [--epochs N] [--batch-size N] [--lr X] [--threads N] [--seed N] "
+               "[--workers N] [--data DIR] [--out DIR] [--resume] [--limit N] [--min-accuracy X] [--export FILE] "
+               "[--model cnn|mlp] [--quantize dynamic|static] [--observer minmax|moving_average|percentile] [--profile "
+               "trace.json] [--amp bf16|fp16] [--distributed]\n",
+               prog, problem.c_str(), prog);
   std::exit(2);
 }
 
@@ -110,6 +113,7 @@ Args parse(int argc, char** argv) {
     else if (o.is("--export")) a.export_path = o.str();
     else if (o.is("--model")) a.model = o.str();
     else if (o.is("--quantize")) a.quantize = o.str();
+    else if (o.is("--observer")) a.observer = o.str();
     else if (o.is("--profile")) a.profile_path = o.str();
     else if (o.is("--amp")) a.amp = o.str();
     else if (o.is("--distributed")) a.distributed = true;
@@ -122,6 +126,9 @@ Args parse(int argc, char** argv) {
     usage(argv[0], "--quantize " + a.quantize +
                        " is not available yet (dynamic: int8 Linear layers, activations per batch; static: "
                        "int8 Linear (+ReLU) layers, activations calibrated on training images)");
+  }
+  if (a.observer != "minmax" && a.observer != "moving_average" && a.observer != "percentile") {
+    usage(argv[0], "--observer is minmax, moving_average or percentile, not " + a.observer);
   }
   if (a.epochs < 1 || a.batch_size < 1 || a.threads < 1 || a.workers < 0 || !(a.lr > 0)) {
     usage(argv[0], "epochs, batch size and threads must be >= 1, workers >= 0, lr > 0");
@@ -174,7 +181,7 @@ double median_seconds(int reps, Fn&& fn) {
 // --quantize dynamic|static: the trained model against its int8 copy (accuracy, size on
 // disk, speed). The float model is left as it is. Static quantization calibrates on the
 // first 1000 images of calibration_set.
-void report_quantization(nn::Sequential& model, const std::string& mode,
+void report_quantization(nn::Sequential& model, const std::string& mode, const std::string& observer,
                          const std::shared_ptr<data::FashionMNIST>& calibration_set,
                          const std::shared_ptr<data::FashionMNIST>& test_set, const std::filesystem::path& out_dir,
                          double fp32_accuracy) {
@@ -186,7 +193,11 @@ void report_quantization(nn::Sequential& model, const std::string& mode,
   } else {
     const auto t0 = std::chrono::steady_clock::now();
     qmodel->eval();
-    ember::quant::prepare(*qmodel);
+    ember::quant::QConfig config;
+    config.activation = observer == "percentile"       ? ember::quant::ObserverKind::Percentile
+                        : observer == "moving_average" ? ember::quant::ObserverKind::MovingAverageMinMax
+                                                       : ember::quant::ObserverKind::MinMax;
+    ember::quant::prepare(*qmodel, config);
     {
       ember::InferenceMode guard;
       std::vector<int64_t> first(static_cast<size_t>(std::min<int64_t>(1000, calibration_set->size())));
@@ -230,8 +241,8 @@ void report_quantization(nn::Sequential& model, const std::string& mode,
   } else {
     std::printf(
         "quantize static: int8 Linear layers %s (weights per channel, activations per tensor with scales "
-        "calibrated on 1000 training images in %.0f ms)\n",
-        names.c_str(), calibration_ms);
+        "calibrated on 1000 training images in %.0f ms, %s observers)\n",
+        names.c_str(), calibration_ms, observer.c_str());
   }
   std::printf("  %-6s  %9s  %14s  %22s  %16s\n", "model", "accuracy", "size on disk", "test set (batch 1000)",
               "one image");
@@ -513,7 +524,7 @@ int main(int argc, char** argv) {
               ckpt_path.c_str());
   if (!args.quantize.empty()) {
     try {
-      report_quantization(model, args.quantize, train_set, test_set, out_dir, accuracy);
+      report_quantization(model, args.quantize, args.observer, train_set, test_set, out_dir, accuracy);
     } catch (const ember::Error& e) {
       std::cerr << "quantization failed: " << e.what() << "\n";
       return 1;
