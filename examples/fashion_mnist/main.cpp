@@ -4,13 +4,18 @@
 //   fashion_mnist [--epochs 2] [--batch-size 64] [--lr 1e-3] [--threads 2] [--seed 0]
 //                 [--workers 2] [--data DIR] [--out DIR] [--resume] [--limit N]
 //                 [--min-accuracy X] [--export model.ember] [--model cnn|mlp]
-//                 [--quantize dynamic] [--profile trace.json] [--amp bf16|fp16]
+//                 [--quantize dynamic|static] [--observer minmax|moving_average|percentile]
+//                 [--profile trace.json] [--amp bf16|fp16]
 //                 [--distributed]
 //
 // --model mlp trains a 784-512-256-10 MLP instead of the CNN. --quantize dynamic then
 // quantizes the trained model's Linear layers to int8 (quant::quantize_dynamic, docs/
 // quantization.md) and reports float32 against int8: test accuracy, state_dict size on
 // disk, and the time of a test-set pass (batch 1000) and of one image (batch 1).
+// --quantize static does the same with static post-training quantization (quant::prepare,
+// calibration on the first 1000 training images, quant::convert): Linear (+ReLU) layers
+// with activations quantized with the calibrated, fixed scales; --observer minmax (default),
+// moving_average or percentile picks the activation observers.
 // --export traces the trained model (eval mode, dynamic batch), freezes it (batch norm and
 // constants folded, element-wise chains fused) and saves one artifact with the labels, the
 // input normalisation and a reference input profile; examples/infer runs it (docs/jit.md).
@@ -33,6 +38,7 @@
 #include <ember/profiler/profiler.h>
 #include <ember/ember.h>
 #include <ember/quant/quant.h>
+#include <ember/quant/static_quant.h>
 #ifdef EMBER_HAVE_DISTRIBUTED
 #include <ember/distributed/ddp.h>
 #include <ember/distributed/distributed.h>
@@ -72,6 +78,7 @@ struct Args {
   std::string export_path;
   std::string model = "cnn";
   std::string quantize;
+  std::string observer = "minmax";
   std::string profile_path;
   std::string amp;  // "", "bf16" or "fp16"
   bool distributed = false;
@@ -82,7 +89,8 @@ struct Args {
   std::fprintf(stderr,
                "%s: %s\nusage: %s [--epochs N] [--batch-size N] [--lr X] [--threads N] [--seed N] "
                "[--workers N] [--data DIR] [--out DIR] [--resume] [--limit N] [--min-accuracy X] [--export FILE] "
-               "[--model cnn|mlp] [--quantize dynamic] [--profile trace.json] [--amp bf16|fp16] [--distributed]\n",
+               "[--model cnn|mlp] [--quantize dynamic|static] [--observer minmax|moving_average|percentile] [--profile "
+               "trace.json] [--amp bf16|fp16] [--distributed]\n",
                prog, problem.c_str(), prog);
   std::exit(2);
 }
@@ -105,6 +113,7 @@ Args parse(int argc, char** argv) {
     else if (o.is("--export")) a.export_path = o.str();
     else if (o.is("--model")) a.model = o.str();
     else if (o.is("--quantize")) a.quantize = o.str();
+    else if (o.is("--observer")) a.observer = o.str();
     else if (o.is("--profile")) a.profile_path = o.str();
     else if (o.is("--amp")) a.amp = o.str();
     else if (o.is("--distributed")) a.distributed = true;
@@ -113,10 +122,13 @@ Args parse(int argc, char** argv) {
   }
   if (!a.amp.empty() && a.amp != "bf16" && a.amp != "fp16") usage(argv[0], "--amp is bf16 or fp16, not " + a.amp);
   if (a.model != "cnn" && a.model != "mlp") usage(argv[0], "--model is cnn or mlp, not " + a.model);
-  if (!a.quantize.empty() && a.quantize != "dynamic") {
+  if (!a.quantize.empty() && a.quantize != "dynamic" && a.quantize != "static") {
     usage(argv[0], "--quantize " + a.quantize +
-                       " is not available yet (only dynamic: int8 Linear layers, weights per channel, "
-                       "activations per batch)");
+                       " is not available yet (dynamic: int8 Linear layers, activations per batch; static: "
+                       "int8 Linear (+ReLU) layers, activations calibrated on training images)");
+  }
+  if (a.observer != "minmax" && a.observer != "moving_average" && a.observer != "percentile") {
+    usage(argv[0], "--observer is minmax, moving_average or percentile, not " + a.observer);
   }
   if (a.epochs < 1 || a.batch_size < 1 || a.threads < 1 || a.workers < 0 || !(a.lr > 0)) {
     usage(argv[0], "epochs, batch size and threads must be >= 1, workers >= 0, lr > 0");
@@ -166,16 +178,40 @@ double median_seconds(int reps, Fn&& fn) {
   return s[s.size() / 2];
 }
 
-// --quantize dynamic: the trained model against its dynamic int8 copy (accuracy, size on
-// disk, speed). The float model is left as it is.
-void report_dynamic_quantization(nn::Sequential& model, const std::shared_ptr<data::FashionMNIST>& test_set,
-                                 const std::filesystem::path& out_dir, double fp32_accuracy) {
+// --quantize dynamic|static: the trained model against its int8 copy (accuracy, size on
+// disk, speed). The float model is left as it is. Static quantization calibrates on the
+// first 1000 images of calibration_set.
+void report_quantization(nn::Sequential& model, const std::string& mode, const std::string& observer,
+                         const std::shared_ptr<data::FashionMNIST>& calibration_set,
+                         const std::shared_ptr<data::FashionMNIST>& test_set, const std::filesystem::path& out_dir,
+                         double fp32_accuracy) {
   nn::Sequential qmodel(std::dynamic_pointer_cast<nn::SequentialImpl>(model->clone()));
-  const std::vector<std::string> replaced =
-      ember::quant::quantize_dynamic(*qmodel, {ember::quant::ModuleKind::Linear});
+  std::vector<std::string> replaced;
+  double calibration_ms = 0.0;
+  if (mode == "dynamic") {
+    replaced = ember::quant::quantize_dynamic(*qmodel, {ember::quant::ModuleKind::Linear});
+  } else {
+    const auto t0 = std::chrono::steady_clock::now();
+    qmodel->eval();
+    ember::quant::QConfig config;
+    config.activation = observer == "percentile"       ? ember::quant::ObserverKind::Percentile
+                        : observer == "moving_average" ? ember::quant::ObserverKind::MovingAverageMinMax
+                                                       : ember::quant::ObserverKind::MinMax;
+    ember::quant::prepare(*qmodel, config);
+    {
+      ember::InferenceMode guard;
+      std::vector<int64_t> first(static_cast<size_t>(std::min<int64_t>(1000, calibration_set->size())));
+      for (size_t i = 0; i < first.size(); ++i) first[i] = static_cast<int64_t>(i);
+      data::DataLoader loader(std::make_shared<data::Subset>(calibration_set, first),
+                              data::DataLoaderOptions().batch_size(100));
+      for (data::Example& b : loader) qmodel->forward(b.data);
+    }
+    replaced = ember::quant::convert(*qmodel);
+    calibration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
   const double int8_accuracy = evaluate(qmodel, test_set);
   const std::string fp32_path = (out_dir / "model_fp32.safetensors").string();
-  const std::string int8_path = (out_dir / "model_int8_dynamic.safetensors").string();
+  const std::string int8_path = (out_dir / ("model_int8_" + mode + ".safetensors")).string();
   ember::save(model->state_dict(), fp32_path);
   ember::save(qmodel->state_dict(), int8_path);
   const double fp32_kib = static_cast<double>(std::filesystem::file_size(fp32_path)) / 1024.0;
@@ -199,7 +235,15 @@ void report_dynamic_quantization(nn::Sequential& model, const std::shared_ptr<da
   const auto [int8_pass, int8_one] = timings(qmodel);
   std::string names;
   for (const auto& n : replaced) names += (names.empty() ? "" : ", ") + n;
-  std::printf("quantize dynamic: int8 Linear layers %s (weights per channel, activations per batch)\n", names.c_str());
+  if (mode == "dynamic") {
+    std::printf("quantize dynamic: int8 Linear layers %s (weights per channel, activations per batch)\n",
+                names.c_str());
+  } else {
+    std::printf(
+        "quantize static: int8 Linear layers %s (weights per channel, activations per tensor with scales "
+        "calibrated on 1000 training images in %.0f ms, %s observers)\n",
+        names.c_str(), calibration_ms, observer.c_str());
+  }
   std::printf("  %-6s  %9s  %14s  %22s  %16s\n", "model", "accuracy", "size on disk", "test set (batch 1000)",
               "one image");
   std::printf("  %-6s  %9.4f  %10.1f KiB  %19.1f ms  %13.3f ms\n", "fp32", fp32_accuracy, fp32_kib, fp32_pass * 1e3,
@@ -478,9 +522,9 @@ int main(int argc, char** argv) {
   if (rank != 0) return accuracy < args.min_accuracy ? 3 : 0;
   std::printf("final test accuracy: %.4f\ncheckpoint: %s (resume with --resume --epochs N)\n", accuracy,
               ckpt_path.c_str());
-  if (args.quantize == "dynamic") {
+  if (!args.quantize.empty()) {
     try {
-      report_dynamic_quantization(model, test_set, out_dir, accuracy);
+      report_quantization(model, args.quantize, args.observer, train_set, test_set, out_dir, accuracy);
     } catch (const ember::Error& e) {
       std::cerr << "quantization failed: " << e.what() << "\n";
       return 1;
