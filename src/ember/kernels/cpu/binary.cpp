@@ -366,6 +366,69 @@ void threshold_backward(const Tensor& out, const Tensor& grad, const Tensor& sel
   });
 }
 
+// d gelu(x) / dx = Phi(x) + x phi(x) (erf form) or the derivative of the tanh form, times g.
+namespace gelu_grad {
+struct Erf {
+  static auto scalar(auto g, auto x) {
+    using C = decltype(x);
+    const C cdf = C(0.5) * (C(1) + std::erf(x * C(0.70710678118654752440)));
+    const C pdf = std::exp(C(-0.5) * x * x) * C(0.39894228040143267794);
+    return g * (cdf + x * pdf);
+  }
+#if EMBER_HAVE_VEC
+  static VecF vec(VecF g, VecF x) {
+    const VecF cdf =
+        vec::mul(vec::set1(0.5f), vec::add(vec::set1(1.0f), vec::erf(vec::mul(x, vec::set1(0.70710678f)))));
+    const VecF pdf = vec::mul(vec::exp(vec::mul(vec::set1(-0.5f), vec::mul(x, x))), vec::set1(0.39894228f));
+    return vec::mul(g, vec::fmadd(x, pdf, cdf));
+  }
+#endif
+};
+struct Tanh {
+  static auto scalar(auto g, auto x) {
+    using C = decltype(x);
+    const C k = C(0.79788456080286535588), c = C(0.044715);
+    const C x2 = x * x;
+    const C t = std::tanh(k * (x + c * x2 * x));
+    return g * (C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * k * (C(1) + C(3) * c * x2));
+  }
+#if EMBER_HAVE_VEC
+  static VecF vec(VecF g, VecF x) {
+    const VecF k = vec::set1(0.79788456f), half = vec::set1(0.5f), one = vec::set1(1.0f);
+    const VecF x2 = vec::mul(x, x);
+    const VecF t = vec::tanh(vec::mul(k, vec::fmadd(vec::mul(vec::set1(0.044715f), x2), x, x)));
+    const VecF left = vec::mul(half, vec::add(one, t));
+    const VecF dinner = vec::mul(k, vec::fmadd(vec::set1(3 * 0.044715f), x2, one));
+    const VecF right = vec::mul(vec::mul(vec::mul(half, x), vec::sub(one, vec::mul(t, t))), dinner);
+    return vec::mul(g, vec::add(left, right));
+  }
+#endif
+};
+}  // namespace gelu_grad
+
+void gelu_backward(const Tensor& out, const Tensor& grad, const Tensor& self, bool tanh) {
+  if (out.numel() == 0) return;
+  ElementwiseIter it(out.sizes());
+  it.add(out);
+  it.add(grad);
+  it.add(self);
+  it.build();
+  auto go = [&](auto kernel) {
+    using K = decltype(kernel);
+    auto sf = [](auto g, auto x) { return K::scalar(g, x); };
+#if EMBER_HAVE_VEC
+    float_math2(it, out.dtype(), "gelu_backward", sf, [](VecF g, VecF x) { return K::vec(g, x); });
+#else
+    floating(it, out.dtype(), "gelu_backward", sf);
+#endif
+  };
+  if (tanh) {
+    go(gelu_grad::Tanh{});
+  } else {
+    go(gelu_grad::Erf{});
+  }
+}
+
 void lerp(const Tensor& out, const Tensor& start, const Tensor& end, const Tensor& weight) {
   if (out.numel() == 0) return;
   ElementwiseIter it(out.sizes());
