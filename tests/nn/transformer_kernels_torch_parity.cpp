@@ -110,9 +110,10 @@ TEST(TransformerKernelsParity, GeluBackward) {
     const std::string a = approximate;
     auto efn = [&](const std::vector<ET>& in) { return in[0].gelu(a); };
     auto tfn = [&](const std::vector<TT>& in) { return torch::gelu(in[0], a); };
-    check_grad_parity("gelu " + a + " random", efn, tfn, {ember::randn({64, 33}) * 3.0}, 1e-5, 1e-6);
+    // atol 1e-5: torch rounds the tanh form's (1 - t^2) in float, ember's scalar path in double.
+    check_grad_parity("gelu " + a + " random", efn, tfn, {ember::randn({64, 33}) * 3.0}, 1e-5, 1e-5);
     check_grad_parity("gelu " + a + " non-contiguous", efn, tfn, {ember::randn({17, 40}).transpose(0, 1) * 3.0}, 1e-5,
-                      1e-6);
+                      1e-5);
     check_grad_parity("gelu " + a + " expanded", efn, tfn, {ember::randn({1, 9}).expand({5, 9})}, 1e-5, 1e-6);
     check_grad_parity("gelu " + a + " float64", efn, tfn, {ember::randn({7, 9}, ember::TensorOptions(ember::kFloat64))},
                       1e-12, 1e-12);

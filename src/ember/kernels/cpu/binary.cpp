@@ -9,6 +9,7 @@
 #include "ember/kernels/cpu/loops.h"
 #include "ember/kernels/cpu/pointwise.h"
 #include "ember/kernels/cpu/vec.h"
+#include "ember/kernels/cpu/gelu_math.h"
 
 namespace ember::kernels::cpu::EMBER_CPU_NS {  // compiled per ISA level (kernels/cpu/isa.h)
 
@@ -369,28 +370,27 @@ void threshold_backward(const Tensor& out, const Tensor& grad, const Tensor& sel
 // d gelu(x) / dx = Phi(x) + x phi(x) (erf form) or the derivative of the tanh form, times g.
 namespace gelu_grad {
 struct Erf {
-  static auto scalar(auto g, auto x) {
-    using C = decltype(x);
-    const C cdf = C(0.5) * (C(1) + std::erf(x * C(0.70710678118654752440)));
-    const C pdf = std::exp(C(-0.5) * x * x) * C(0.39894228040143267794);
-    return g * (cdf + x * pdf);
+  static auto scalar(auto g, auto xc) {  // in double: float's 1 - t^2 cancels
+    const double x = static_cast<double>(xc);
+    const double cdf = 0.5 * (1.0 + std::erf(x * 0.70710678118654752440));
+    const double pdf = std::exp(-0.5 * x * x) * 0.39894228040143267794;
+    return static_cast<decltype(xc)>(static_cast<double>(g) * (cdf + x * pdf));
   }
 #if EMBER_HAVE_VEC
-  static VecF vec(VecF g, VecF x) {
-    const VecF cdf =
-        vec::mul(vec::set1(0.5f), vec::add(vec::set1(1.0f), vec::erf(vec::mul(x, vec::set1(0.70710678f)))));
-    const VecF pdf = vec::mul(vec::exp(vec::mul(vec::set1(-0.5f), vec::mul(x, x))), vec::set1(0.39894228f));
+  static VecF vec(VecF g, VecF x) {  // Note [Fast GELU]
+    VecF pdf;
+    const VecF cdf = vec::gelu_cdf(x, &pdf);
     return vec::mul(g, vec::fmadd(x, pdf, cdf));
   }
 #endif
 };
 struct Tanh {
-  static auto scalar(auto g, auto x) {
-    using C = decltype(x);
-    const C k = C(0.79788456080286535588), c = C(0.044715);
-    const C x2 = x * x;
-    const C t = std::tanh(k * (x + c * x2 * x));
-    return g * (C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * k * (C(1) + C(3) * c * x2));
+  static auto scalar(auto g, auto xc) {
+    const double x = static_cast<double>(xc), k = 0.79788456080286535588, c = 0.044715;
+    const double x2 = x * x;
+    const double t = std::tanh(k * (x + c * x2 * x));
+    const double d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * c * x2);
+    return static_cast<decltype(xc)>(static_cast<double>(g) * d);
   }
 #if EMBER_HAVE_VEC
   static VecF vec(VecF g, VecF x) {
