@@ -6,10 +6,10 @@
 #include <limits>
 #include <utility>
 
+#include "ember/kernels/cpu/gelu_math.h"
 #include "ember/kernels/cpu/loops.h"
 #include "ember/kernels/cpu/pointwise.h"
 #include "ember/kernels/cpu/vec.h"
-#include "ember/kernels/cpu/gelu_math.h"
 
 namespace ember::kernels::cpu::EMBER_CPU_NS {  // compiled per ISA level (kernels/cpu/isa.h)
 

@@ -1,6 +1,6 @@
 #pragma once
 // Internal: GELU's normal CDF on float lanes, shared by the gelu kernel (unary.cpp) and its
-// backward (binary.cpp). Only the per-ISA kernel files include it, after vec.h.
+// backward (binary.cpp). Only the per-ISA kernel files include it.
 //
 // Note [Fast GELU]: Sleef's erff costs ~7 exps, which made GELU and its backward the most
 // expensive element-wise ops of a transformer step. Phi(x) = (1 + erf(x / sqrt 2)) / 2 is
@@ -11,9 +11,7 @@
 // needs, so both passes cost one exp per element. float64 and the baseline level keep
 // std::erf.
 
-#ifndef EMBER_CPU_NS
-#error "gelu_math.h is for the kernel files compiled per ISA level"
-#endif
+#include "ember/kernels/cpu/vec.h"
 
 #if EMBER_HAVE_VEC
 namespace ember::kernels::cpu::EMBER_CPU_NS::vec {
