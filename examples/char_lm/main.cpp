@@ -6,6 +6,7 @@
 //           [--layers 4] [--heads 4] [--dim 128] [--dropout 0] [--lr 3e-3] [--warmup 50]
 //           [--weight-decay 0.1] [--clip 1] [--val-batches 0] [--threads 2] [--workers 0]
 //           [--seed 0] [--data DIR] [--out DIR] [--resume] [--require-below unigram|bigram]
+//           [--amp bf16]
 //   char_lm --out DIR --sample "prompt" [--length 400] [--temperature 0.8] [--top-k 20]
 //   char_lm --out DIR --check-cache
 //
@@ -22,8 +23,10 @@
 // --sample loads the checkpoint and generates --length characters after the prompt with a KV
 // cache. --check-cache compares the checkpoint's logits computed one token at a time through
 // the KV cache with those of one pass over the whole sequence. --require-below makes the run fail (exit 3) when the
-// final validation loss is not below that baseline; the smoke test uses it. --amp bf16 is not available: autocast has
-// not landed in ember yet.
+// final validation loss is not below that baseline; the smoke test uses it. --amp bf16 trains with
+// mixed precision (docs/amp.md): the forward pass and the loss run under amp::AutocastGuard
+// (the Linear layers and attention in bfloat16, LayerNorm, softmax and the loss in float32),
+// the parameters, gradients and AdamW state stay float32; bfloat16 needs no GradScaler.
 
 #include <algorithm>
 #include <chrono>
@@ -56,6 +59,7 @@ struct Args {
   uint64_t seed = 0;
   std::string data_dir = "/usr/share/games/fortunes", out = "runs/char_lm", require_below;
   bool resume = false;
+  std::string amp;  // "" or "bf16"
   bool sample = false, check_cache = false;
   std::string prompt;
   int64_t length = 400, top_k = 20;
@@ -67,7 +71,7 @@ struct Args {
                "%s: %s\nusage: %s [--epochs N] [--steps-per-epoch N] [--batch-size N] [--accum N] [--block N] "
                "[--layers N] [--heads N] [--dim N] [--dropout X] [--lr X] [--warmup N] [--weight-decay X] [--clip X] "
                "[--val-batches N] [--threads N] [--workers N] [--seed N] [--data DIR] [--out DIR] [--resume] "
-               "[--require-below unigram|bigram]\n       %s --out DIR --sample PROMPT [--length N] "
+               "[--require-below unigram|bigram] [--amp bf16]\n       %s --out DIR --sample PROMPT [--length N] "
                "[--temperature X] [--top-k N]\n",
                prog, problem.c_str(), prog, prog);
   std::exit(2);
@@ -103,7 +107,7 @@ Args parse(int argc, char** argv) {
     else if (o.is("--length")) a.length = o.int64();
     else if (o.is("--temperature")) a.temperature = o.real();
     else if (o.is("--top-k")) a.top_k = o.int64();
-    else if (o.is("--amp")) usage(argv[0], "--amp is not available yet: ember has no autocast (bf16) so far");
+    else if (o.is("--amp")) a.amp = o.str();
     else o.unknown();
     // clang-format on
   }
@@ -112,6 +116,9 @@ Args parse(int argc, char** argv) {
     usage(argv[0],
           "epochs, batch size, accum, threads, layers, heads >= 1, block >= 2, workers >= 0, lr > 0, "
           "and dim a multiple of heads");
+  }
+  if (!a.amp.empty() && a.amp != "bf16") {
+    usage(argv[0], "--amp is bf16, not " + a.amp + " (float16 would need a GradScaler; use bf16)");
   }
   if (!a.require_below.empty() && a.require_below != "unigram" && a.require_below != "bigram") {
     usage(argv[0], "--require-below is unigram or bigram, not " + a.require_below);
@@ -418,9 +425,10 @@ int main(int argc, char** argv) {
               static_cast<double>(n_params) / 1e6);
   std::printf(
       "training: AdamW lr %g (warmup %lld, cosine), batch %lld x %lld accumulated, clip %g, %lld steps per "
-      "epoch, %d threads\n",
+      "epoch, %d threads%s\n",
       args.lr, static_cast<long long>(args.warmup), static_cast<long long>(args.batch_size),
-      static_cast<long long>(args.accum), args.clip, static_cast<long long>(steps_per_epoch), args.threads);
+      static_cast<long long>(args.accum), args.clip, static_cast<long long>(steps_per_epoch), args.threads,
+      args.amp.empty() ? "" : ", mixed precision: autocast bf16");
   std::printf("baselines on validation: unigram %.4f, bigram %.4f nats/char\n", unigram, bigram);
 
   double val = hist.val_losses.empty() ? NAN : hist.val_losses.back();
@@ -435,7 +443,11 @@ int main(int argc, char** argv) {
     double step_loss = 0, log_loss = 0;
     int64_t log_n = 0;
     for (data::Example& batch : loader) {
-      Tensor loss = char_lm::lm_loss(model, batch.data, batch.target);
+      Tensor loss;
+      {
+        ember::amp::AutocastGuard autocast(ember::kBFloat16, !args.amp.empty());  // forward and loss only
+        loss = char_lm::lm_loss(model, batch.data, batch.target);
+      }
       (loss / static_cast<double>(args.accum)).backward();
       step_loss += loss.item<double>() / static_cast<double>(args.accum);
       if (++micro % args.accum != 0) continue;

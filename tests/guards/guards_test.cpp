@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -329,6 +330,61 @@ TEST_F(GuardsTest, FiniteLossesAreSilent) {
   guards::set_enabled(guards::Guard::NonFiniteLoss, false);
   Tensor w = full({1}, -1.0).requires_grad_(true);
   w.log().sum().backward();  // switched off
+  EXPECT_TRUE(warnings.empty()) << all_warnings();
+}
+
+// ---- NonFiniteGrad ----
+
+// A finite loss whose backward overflows: sqrt at 0 has an infinite derivative.
+TEST_F(GuardsTest, NonFiniteGradientFromAFiniteLossReportsTheStep) {
+  Tensor v = ones({2}).requires_grad_(true), w = zeros({3}).requires_grad_(true);
+  optim::SGD opt(std::vector<Tensor>{v, w}, optim::SGDOptions(0.1));
+  for (int step = 0; step < 3; ++step) {
+    opt.zero_grad();
+    {
+      NoGradGuard no_grad;
+      w.zero_();  // the last step wrote -inf into it
+    }
+    Tensor loss = (v * v).sum();
+    if (step >= 1) loss = loss + w.sqrt().sum();  // the loss stays finite, w's gradient is inf
+    ASSERT_TRUE(std::isfinite(loss.item<double>()));
+    loss.backward();
+    opt.step();
+  }
+  ASSERT_EQ(warnings.size(), 1u) << all_warnings();  // once per run
+  EXPECT_PREFIX(warnings[0],
+                "[SGD.step] the gradient of parameter 1 (sizes [3]) has 3 inf values at step 1 (optimizer steps "
+                "taken so far; the first non-finite gradient of this run), from a finite loss: ");
+  EXPECT_TRUE(has_warning("ember::autograd::DetectAnomalyGuard names the backward node"));
+  EXPECT_TRUE(has_warning("(disable: ember::guards::set_enabled(ember::guards::Guard::NonFiniteGrad, false))"));
+}
+
+TEST_F(GuardsTest, NonFiniteGradientGuardIsOffByDefaultAndQuietOtherwise) {
+  EXPECT_EQ(guards::kDefaultGuards & (1u << static_cast<int>(guards::Guard::NonFiniteGrad)), 0u);
+  EXPECT_NE(guards::kDefaultGuards & (1u << static_cast<int>(guards::Guard::NonFiniteLoss)), 0u);
+  // On, with finite gradients: nothing.
+  nn::Linear fc(4, 1);
+  optim::AdamW opt(fc->parameters(), optim::AdamWOptions(1e-3));
+  for (int step = 0; step < 3; ++step) {
+    opt.zero_grad();
+    regression_loss(fc).backward();
+    opt.step();
+  }
+  EXPECT_TRUE(warnings.empty()) << all_warnings();
+  // A NaN loss is reported once, by NonFiniteLoss; its NaN gradients are not reported again.
+  opt.zero_grad();
+  (regression_loss(fc) * std::numeric_limits<double>::quiet_NaN()).backward();
+  opt.step();
+  ASSERT_EQ(warnings.size(), 1u) << all_warnings();
+  EXPECT_PREFIX(warnings[0], "[backward] the loss is nan at step 3");
+  // Off: an infinite gradient from a finite loss passes silently.
+  guards::reset();
+  warnings.clear();
+  guards::set_enabled(guards::Guard::NonFiniteGrad, false);
+  Tensor w = zeros({3}).requires_grad_(true);
+  optim::SGD sgd(std::vector<Tensor>{w}, optim::SGDOptions(0.1));
+  w.sqrt().sum().backward();
+  sgd.step();
   EXPECT_TRUE(warnings.empty()) << all_warnings();
 }
 

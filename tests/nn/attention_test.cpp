@@ -168,6 +168,50 @@ TEST(ScaledDotProductAttention, MatchesFormulaAndMasks) {
        randn({2, 3, 2}, TensorOptions(kFloat64)).requires_grad_()}));
 }
 
+// The fused kernel (Note [Fused attention]): the same bits with 1 and 2 threads, forward and
+// backward; the written-out formula's values; second derivatives (create_graph) through the
+// ops form of its backward; what it leaves to the written-out path.
+TEST(ScaledDotProductAttention, FusedKernelThreadsGradGradAndFallbacks) {
+  manual_seed(7);
+  const Tensor q0 = randn({3, 4, 70, 16}), k0 = randn({3, 4, 70, 16}), v0 = randn({3, 4, 70, 8});
+  const Tensor g = randn({3, 4, 70, 8});
+  auto run = [&](int threads) {
+    const int before = get_num_threads();
+    set_num_threads(threads);
+    Tensor q = q0.clone().requires_grad_(), k = k0.clone().requires_grad_(), v = v0.clone().requires_grad_();
+    Tensor out = F::scaled_dot_product_attention(q, k, v, {}, 0.0, true);
+    EXPECT_EQ(out.grad_fn()->name(), "ScaledDotProductAttentionBackward0");
+    out.backward(g);
+    set_num_threads(before);
+    return std::vector<Tensor>{out.detach(), q.grad(), k.grad(), v.grad()};
+  };
+  const std::vector<Tensor> one = run(1), two = run(2);
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(one[i].equal(two[i])) << "output/gradient " << i;
+  // The written-out formula, on the same inputs.
+  const double inf = std::numeric_limits<double>::infinity();
+  const Tensor ref =
+      ((q0.matmul(k0.transpose(-2, -1)) / 4.0).masked_fill(ones({70, 70}, TensorOptions(kBool)).triu(1), -inf))
+          .softmax(-1)
+          .matmul(v0);
+  ExpectClose(one[0], ref, 1e-5);
+  // The usual transformer layout comes back as a view: [B, H, L, E] stored as [B, L, H, E].
+  EXPECT_EQ(one[0].transpose(1, 2).is_contiguous(), true);
+  EXPECT_TRUE(autograd::gradgradcheck(
+      [](const autograd::variable_list& in) {
+        return autograd::variable_list{F::scaled_dot_product_attention(in[0], in[1], in[2], {}, 0.0, true)};
+      },
+      {randn({2, 3, 4}, TensorOptions(kFloat64)).requires_grad_(),
+       randn({2, 3, 4}, TensorOptions(kFloat64)).requires_grad_(),
+       randn({1, 3, 2}, TensorOptions(kFloat64)).requires_grad_()}));
+  // Dropout, a mask that needs a gradient and bfloat16 take the written-out path.
+  Tensor q = q0.narrow(2, 0, 5).requires_grad_(), k = k0.narrow(2, 0, 5), v = v0.narrow(2, 0, 5);
+  EXPECT_NE(F::scaled_dot_product_attention(q, k, v, {}, 0.5, false).grad_fn()->name(),
+            "ScaledDotProductAttentionBackward0");
+  EXPECT_NE(F::scaled_dot_product_attention(q, k, v, zeros({5, 5}).requires_grad_()).grad_fn()->name(),
+            "ScaledDotProductAttentionBackward0");
+  EXPECT_EQ(F::scaled_dot_product_attention(q.to(kBFloat16), k.to(kBFloat16), v.to(kBFloat16)).dtype(), kBFloat16);
+}
+
 TEST(TransformerEncoderLayer, NamesShapesAndNormPlacement) {
   nn::TransformerEncoderLayer layer(nn::TransformerEncoderLayerOptions(8, 2).dim_feedforward(16).batch_first(true));
   EXPECT_EQ(layer->state_dict().keys(),

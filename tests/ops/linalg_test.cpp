@@ -540,5 +540,28 @@ TEST(Linalg, OddShapesAndBatchesAreBitIdenticalAcrossThreadCounts) {
   }
 }
 
+// Note [Long-k products]: a weight gradient's shape (small result, long inner dim) is split
+// along k; still bit-identical across thread counts, and the values of the product (with
+// beta/alpha), against float64.
+TEST(Linalg, LongInnerDimProductsSplitAlongKAreBitIdenticalAndRight) {
+  ThreadCountGuard guard;
+  for (DType dt : {kFloat32, kFloat64}) {
+    Tensor g = randn({4100, 96}, dt), x = randn({4100, 40}, dt), c = randn({96, 40}, dt);
+    set_num_threads(1);
+    Tensor r1 = matmul(g.t(), x), a1 = addmm(c, g.t(), x, 0.5, 2.0);
+    set_num_threads(2);
+    Tensor r2 = matmul(g.t(), x), a2 = addmm(c, g.t(), x, 0.5, 2.0);
+    EXPECT_TRUE(BitEqual(r1, r2)) << dt;
+    EXPECT_TRUE(BitEqual(a1, a2)) << dt;
+    const Tensor ref = matmul(g.to(kFloat64).t(), x.to(kFloat64));
+    EXPECT_TRUE(r1.to(kFloat64).allclose(ref, 1e-4, 1e-3)) << (r1.to(kFloat64) - ref).abs().max();
+    EXPECT_TRUE(a1.to(kFloat64).allclose(c.to(kFloat64) * 0.5 + ref * 2.0, 1e-4, 1e-3));
+  }
+  // beta = 0 ignores a NaN input, as BLAS does.
+  Tensor nan_input = full({96, 40}, std::numeric_limits<double>::quiet_NaN());
+  Tensor g = randn({4096, 96}), x = randn({4096, 40});
+  EXPECT_FALSE(addmm(nan_input, g.t(), x, 0.0, 1.0).isnan().any().item<bool>());
+}
+
 }  // namespace
 }  // namespace ember

@@ -70,8 +70,24 @@ Tensor relu_grad(const Tensor& g, const Tensor& y) {
   return out;
 }
 
+// GELU's first-order gradient in one pass (kernels::cpu::gelu_backward), into g's own buffer
+// when nobody else can see it (as relu_grad).
+Tensor gelu_grad(const Tensor& g, const Tensor& x, bool tanh) {
+  if (g.use_count() == 1 && g.storage().use_count() == 1 && g.is_contiguous()) {
+    kernels::cpu::gelu_backward(g, g, x, tanh);
+    return g;
+  }
+  Tensor out = empty(x.sizes(), TensorOptions(x.dtype()));
+  kernels::cpu::gelu_backward(out, g, x, tanh);
+  return out;
+}
+
 // One case per differentiable UnaryOp; p holds a parameterised op's parameters.
 Tensor unary_grad(UnaryOp op, const Tensor& g, const Tensor& x, const Tensor& y, const UnaryParams& p) {
+  if ((op == UnaryOp::GeluErf || op == UnaryOp::GeluTanh) && !GradMode::is_enabled() && g.dtype() == x.dtype() &&
+      g.sizes() == x.sizes()) {
+    return gelu_grad(g, x, op == UnaryOp::GeluTanh);
+  }
   switch (op) {
     case UnaryOp::Exp: return g * y;
     case UnaryOp::Exp2: return g * y * kLn2;

@@ -14,7 +14,7 @@
 namespace ember::guards {
 
 namespace detail {
-std::atomic<uint32_t> g_enabled_mask{(1u << kNumGuards) - 1};
+std::atomic<uint32_t> g_enabled_mask{kDefaultGuards};
 }  // namespace detail
 
 namespace {
@@ -32,6 +32,8 @@ std::array<SavedSlot, kSlots> g_slots;
 std::atomic<int64_t> g_retention_last{0};
 std::atomic<int> g_retention_streak{0};
 std::array<std::atomic<bool>, kNumGuards> g_warned{};
+// The optimizer step at which backward() last saw a non-finite loss (-1: never).
+std::atomic<int64_t> g_nonfinite_loss_step{-1};
 
 // The nonfinite origin is written once per run, in anomaly mode only.
 std::mutex g_origin_mu;
@@ -70,6 +72,8 @@ const char* guard_name(Guard g) {
       return "NonFiniteLoss";
     case Guard::DataLoaderWait:
       return "DataLoaderWait";
+    case Guard::NonFiniteGrad:
+      return "NonFiniteGrad";
   }
   return "?";
 }
@@ -92,6 +96,7 @@ void reset() {
   g_steps.store(0);
   g_retention_last.store(0);
   g_retention_streak.store(0);
+  g_nonfinite_loss_step.store(-1);
   std::lock_guard<std::mutex> lk(g_origin_mu);
   g_origin.clear();
   g_origin_known.store(false);
@@ -186,7 +191,9 @@ void on_optimizer_step(const char* optimizer) {
 }
 
 void check_loss(double value) {
-  if (std::isfinite(value) || !is_enabled(Guard::NonFiniteLoss) || !first_warning(Guard::NonFiniteLoss)) return;
+  if (std::isfinite(value)) return;
+  g_nonfinite_loss_step.store(optimizer_steps(), std::memory_order_relaxed);
+  if (!is_enabled(Guard::NonFiniteLoss) || !first_warning(Guard::NonFiniteLoss)) return;
   std::string msg = "[backward] the loss is ";
   msg += std::isnan(value) ? "nan" : (value > 0 ? "inf" : "-inf");
   msg += " at step ";
@@ -205,6 +212,31 @@ void check_loss(double value) {
         "learning rate, log/div/sqrt of values that reach 0, and the input data ";
   }
   msg += disable_line(Guard::NonFiniteLoss);
+  warn(msg);
+}
+
+void nonfinite_grad_warning(const char* optimizer, int64_t index, const std::string& sizes, int64_t count,
+                            bool has_nan) {
+  const int64_t step = optimizer_steps();
+  if (g_nonfinite_loss_step.load(std::memory_order_relaxed) == step || !first_warning(Guard::NonFiniteGrad)) return;
+  std::string msg = "[";
+  msg += optimizer;
+  msg += ".step] the gradient of parameter ";
+  msg += std::to_string(index);
+  msg += " (sizes ";
+  msg += sizes;
+  msg += ") has ";
+  msg += std::to_string(count);
+  msg += has_nan ? " NaN/inf values" : " inf values";
+  msg += " at step ";
+  msg += std::to_string(step);
+  msg +=
+      " (optimizer steps taken so far; the first non-finite gradient of this run), from a finite loss: "
+      "step() writes them into the parameters, which stay NaN from then on. Backward produced them "
+      "(sqrt/pow/div/log at 0, an overflow); ember::autograd::DetectAnomalyGuard names the backward node "
+      "that did. Check the learning rate and the data, clip the gradients, and with float16 use "
+      "amp::GradScaler, which skips such steps ";
+  msg += disable_line(Guard::NonFiniteGrad);
   warn(msg);
 }
 

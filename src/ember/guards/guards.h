@@ -1,7 +1,8 @@
 #pragma once
 // Guards against silent training failures (docs/guards.md). Each guard watches for one
 // mistake that trains without an error but wrong or slowly, and warns once through
-// ember::warn with the cause and the fix. All are on by default; one line turns one off:
+// ember::warn with the cause and the fix. All but NonFiniteGrad are on by default; one line
+// turns one off (or on):
 //
 //   ember::guards::set_enabled(ember::guards::Guard::EvalMode, false);
 //
@@ -22,8 +23,11 @@ enum class Guard : uint8_t {
   GraphRetention,    // tensors saved for backward growing across optimizer steps
   NonFiniteLoss,     // backward() from a NaN/inf loss
   DataLoaderWait,    // the training loop waiting for batches a large part of the time
+  NonFiniteGrad,     // optimizer.step() with NaN/inf gradients (off by default: a pass over them)
 };
-inline constexpr int kNumGuards = 5;
+inline constexpr int kNumGuards = 6;
+// The guards on at start: all but NonFiniteGrad.
+inline constexpr uint32_t kDefaultGuards = ((1u << kNumGuards) - 1) & ~(1u << static_cast<int>(Guard::NonFiniteGrad));
 
 // The guard's name as written in messages ("GradAccumulation", ...).
 const char* guard_name(Guard g);
@@ -36,7 +40,7 @@ inline bool is_enabled(Guard g) {
   return (detail::g_enabled_mask.load(std::memory_order_relaxed) >> static_cast<int>(g)) & 1u;
 }
 void set_enabled(Guard g, bool enabled);
-void set_all_enabled(bool enabled);
+void set_all_enabled(bool enabled);  // every guard, NonFiniteGrad included
 // Re-arms the warn-once guards and clears their counters (tests; a new training run).
 void reset();
 
@@ -87,6 +91,11 @@ class SavedBytes {
 // Hooks called by the library (guards.cpp implements the checks).
 void on_optimizer_step(const char* optimizer);  // after every step(): counts, retention check
 void check_loss(double value);                  // backward() from a one-element root
+// NonFiniteGrad: `optimizer`'s parameter `index` (counted over its groups, sizes `sizes`) has
+// `count` NaN/inf gradient values at step(); warns once, unless this step's loss was already
+// reported non-finite (its gradients are expected to be).
+void nonfinite_grad_warning(const char* optimizer, int64_t index, const std::string& sizes, int64_t count,
+                            bool has_nan);
 // Anomaly mode: whether the first non-finite forward output is already known, and
 // recording it (`what` names the op and its backward node).
 bool nonfinite_origin_known();

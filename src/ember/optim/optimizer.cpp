@@ -3,15 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <mutex>
+#include <sstream>
 #include <unordered_set>
 #include <vector>
 
 #include "ember/autograd/autograd_meta.h"
 #include "ember/autograd/grad_mode.h"
-#include "ember/guards/guards.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
 #include "ember/core/warning.h"
+#include "ember/guards/guards.h"
 #include "ember/ops/creation.h"
 
 namespace ember::optim {
@@ -143,7 +144,10 @@ Tensor Optimizer::step(const LossClosure& closure) {
     loss = closure();
   }
   NoGradGuard no_grad;
-  if (report_grad_norm_ || guards::is_enabled(guards::Guard::GradAccumulation)) check_gradients();
+  if (report_grad_norm_ || guards::is_enabled(guards::Guard::GradAccumulation) ||
+      guards::is_enabled(guards::Guard::NonFiniteGrad)) {
+    check_gradients();
+  }
   for (OptimizerParamGroup& g : groups_) update(g);
   guards::detail::on_optimizer_step(name_.c_str());
   return loss;
@@ -156,12 +160,22 @@ void Optimizer::set_accumulation_steps(int64_t steps) {
 }
 
 void Optimizer::check_gradients() {
-  int64_t passes = 0;
+  int64_t passes = 0, index = -1;
   double sum_squares = 0;
+  bool finite_checked = !guards::is_enabled(guards::Guard::NonFiniteGrad);
   for (const OptimizerParamGroup& g : groups_) {
     for (const Tensor& p : g.params()) {
+      ++index;
       const autograd::AutogradMeta* meta = p.impl()->autograd_meta();
       if (!meta || !meta->grad.defined()) continue;
+      if (!finite_checked && meta->grad.is_floating_point() && !meta->grad.isfinite().all().item<bool>()) {
+        finite_checked = true;  // one report per step at most
+        const Tensor bad = meta->grad.isfinite().logical_not();
+        std::ostringstream sizes;
+        sizes << p.sizes();
+        guards::detail::nonfinite_grad_warning(name_.c_str(), index, sizes.str(), bad.sum().item<int64_t>(),
+                                               meta->grad.isnan().any().item<bool>());
+      }
       passes = std::max<int64_t>(passes, meta->grad_accumulations);
       if (report_grad_norm_) {
         const double n = meta->grad.norm(2).item<double>();

@@ -6,6 +6,7 @@
 #include <limits>
 #include <utility>
 
+#include "ember/kernels/cpu/gelu_math.h"
 #include "ember/kernels/cpu/loops.h"
 #include "ember/kernels/cpu/pointwise.h"
 #include "ember/kernels/cpu/vec.h"
@@ -364,6 +365,68 @@ void threshold_backward(const Tensor& out, const Tensor& grad, const Tensor& sel
     // A select rather than a multiply: an infinite or NaN gradient at a cut element stays 0.
     map2<T, T>(it, [=](C g, C y) { return y <= th ? C(0) : g; });
   });
+}
+
+// d gelu(x) / dx = Phi(x) + x phi(x) (erf form) or the derivative of the tanh form, times g.
+namespace gelu_grad {
+struct Erf {
+  static auto scalar(auto g, auto xc) {  // in double: float's 1 - t^2 cancels
+    const double x = static_cast<double>(xc);
+    const double cdf = 0.5 * (1.0 + std::erf(x * 0.70710678118654752440));
+    const double pdf = std::exp(-0.5 * x * x) * 0.39894228040143267794;
+    return static_cast<decltype(xc)>(static_cast<double>(g) * (cdf + x * pdf));
+  }
+#if EMBER_HAVE_VEC
+  static VecF vec(VecF g, VecF x) {  // Note [Fast GELU]
+    VecF pdf;
+    const VecF cdf = vec::gelu_cdf(x, &pdf);
+    return vec::mul(g, vec::fmadd(x, pdf, cdf));
+  }
+#endif
+};
+struct Tanh {
+  static auto scalar(auto g, auto xc) {
+    const double x = static_cast<double>(xc), k = 0.79788456080286535588, c = 0.044715;
+    const double x2 = x * x;
+    const double t = std::tanh(k * (x + c * x2 * x));
+    const double d = 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * k * (1.0 + 3.0 * c * x2);
+    return static_cast<decltype(xc)>(static_cast<double>(g) * d);
+  }
+#if EMBER_HAVE_VEC
+  static VecF vec(VecF g, VecF x) {
+    const VecF k = vec::set1(0.79788456f), half = vec::set1(0.5f), one = vec::set1(1.0f);
+    const VecF x2 = vec::mul(x, x);
+    const VecF t = vec::tanh(vec::mul(k, vec::fmadd(vec::mul(vec::set1(0.044715f), x2), x, x)));
+    const VecF left = vec::mul(half, vec::add(one, t));
+    const VecF dinner = vec::mul(k, vec::fmadd(vec::set1(3 * 0.044715f), x2, one));
+    const VecF right = vec::mul(vec::mul(vec::mul(half, x), vec::sub(one, vec::mul(t, t))), dinner);
+    return vec::mul(g, vec::add(left, right));
+  }
+#endif
+};
+}  // namespace gelu_grad
+
+void gelu_backward(const Tensor& out, const Tensor& grad, const Tensor& self, bool tanh) {
+  if (out.numel() == 0) return;
+  ElementwiseIter it(out.sizes());
+  it.add(out);
+  it.add(grad);
+  it.add(self);
+  it.build();
+  auto go = [&](auto kernel) {
+    using K = decltype(kernel);
+    auto sf = [](auto g, auto x) { return K::scalar(g, x); };
+#if EMBER_HAVE_VEC
+    float_math2(it, out.dtype(), "gelu_backward", sf, [](VecF g, VecF x) { return K::vec(g, x); });
+#else
+    floating(it, out.dtype(), "gelu_backward", sf);
+#endif
+  };
+  if (tanh) {
+    go(gelu_grad::Tanh{});
+  } else {
+    go(gelu_grad::Erf{});
+  }
 }
 
 void lerp(const Tensor& out, const Tensor& start, const Tensor& end, const Tensor& weight) {

@@ -1,6 +1,7 @@
 // The public kernel entry points of the per-ISA kernel files: each calls the copy
 // compiled for the level isa_level() chose (Note [CPU dispatch] in isa.h).
 
+#include "ember/kernels/cpu/attention.h"
 #include "ember/kernels/cpu/conv.h"
 #include "ember/kernels/cpu/isa.h"
 #include "ember/kernels/cpu/kernels.h"
@@ -49,6 +50,8 @@ EMBER_ISA_DISPATCH(nan_to_num, (const Tensor& out, const Tensor& in, double nan,
 EMBER_ISA_DISPATCH(threshold_backward,
                    (const Tensor& out, const Tensor& grad, const Tensor& self, const Scalar& threshold),
                    (out, grad, self, threshold))
+EMBER_ISA_DISPATCH(gelu_backward, (const Tensor& out, const Tensor& grad, const Tensor& self, bool tanh),
+                   (out, grad, self, tanh))
 EMBER_ISA_DISPATCH(where, (const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b),
                    (out, cond, a, b))
 EMBER_ISA_DISPATCH(lerp, (const Tensor& out, const Tensor& start, const Tensor& end, const Tensor& weight),
@@ -162,6 +165,16 @@ EMBER_ISA_DISPATCH(adagrad_step, (const Tensor& param, const Tensor& grad, const
 
 // kernels.h (copy.cpp)
 EMBER_ISA_DISPATCH(copy, (const Tensor& dst, const Tensor& src), (dst, src))
+
+// attention.h (attention.cpp)
+EMBER_ISA_DISPATCH(attention_forward,
+                   (const Tensor& out, const Tensor& probs, const Tensor& q, const Tensor& k, const Tensor& v,
+                    const Tensor& mask, const AttentionShape& s),
+                   (out, probs, q, k, v, mask, s))
+EMBER_ISA_DISPATCH(attention_backward,
+                   (const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout, const Tensor& probs,
+                    const Tensor& q, const Tensor& k, const Tensor& v, const AttentionShape& s),
+                   (dq, dk, dv, dout, probs, q, k, v, s))
 EMBER_ISA_DISPATCH(fill, (const Tensor& dst, const Scalar& value), (dst, value))
 
 // The GCC 12 constant-store check (isa_selftest.cpp), one per level.

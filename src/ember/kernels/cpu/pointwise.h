@@ -78,6 +78,9 @@ void nan_to_num(const Tensor& out, const Tensor& in, double nan, double posinf, 
 // out = self <= threshold ? 0 : grad (PyTorch's threshold_backward; ReLU's gradient with
 // threshold 0). out, grad and self share a dtype; NaN in self lets the gradient through.
 void threshold_backward(const Tensor& out, const Tensor& grad, const Tensor& self, const Scalar& threshold);
+// out = grad * d gelu(self) / d self, erf form or (tanh) the tanh approximation; out, grad and
+// self share a floating dtype (GeluBackward0's first-order formula in one pass).
+void gelu_backward(const Tensor& out, const Tensor& grad, const Tensor& self, bool tanh);
 // out = cond ? a : b (cond bool; a, b, out the same dtype).
 void where(const Tensor& out, const Tensor& cond, const Tensor& a, const Tensor& b);
 // out = start + weight * (end - start), PyTorch's two-sided formula.

@@ -1,20 +1,26 @@
 #include "ember/nn/modules/attention.h"
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
-
-#include "ember/nn/modules/clone_dtype.h"
 #include <limits>
 
 #include "ember/amp/autocast.h"
+#include "ember/autograd/functions_attention.h"
 #include "ember/autograd/grad_mode.h"
+#include "ember/autograd/record.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
+#include "ember/jit/trace_hook.h"
+#include "ember/kernels/cpu/attention.h"
 #include "ember/nn/functional.h"
 #include "ember/nn/init.h"
+#include "ember/nn/modules/clone_dtype.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/join.h"
 #include "ember/ops/linalg.h"
 #include "ember/ops/pointwise.h"
+#include "ember/ops/view.h"
 
 namespace ember::nn {
 namespace {
@@ -26,6 +32,75 @@ Tensor additive_mask(const Tensor& mask, DType dt, const char* op, const char* w
   if (mask.dtype() == kBool) return zeros(mask.sizes(), TensorOptions(dt)).masked_fill(mask, kNegInf);
   EMBER_CHECK(mask.is_floating_point(), "[", op, "] ", what, " must be bool or floating point, got ", mask.dtype());
   return mask.dtype() == dt ? mask : mask.to(dt);
+}
+
+// The fused kernel (Note [Fused attention]) for float32/float64 inputs of one dtype without
+// dropout, a mask that needs a gradient, or an active jit trace (which records the
+// written-out ops); an undefined result leaves the call to the written-out formula.
+Tensor fused_attention(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& attn_mask,
+                       double dropout_p, bool is_causal, double scale) {
+  const DType dt = query.dtype();
+  if ((dt != kFloat32 && dt != kFloat64) || key.dtype() != dt || value.dtype() != dt || dropout_p > 0 ||
+      jit::detail::tl_recorder != nullptr) {
+    return {};
+  }
+  if (attn_mask.defined() && attn_mask.dtype() != kBool &&
+      (attn_mask.dtype() != dt || autograd::requires_grad_fast(attn_mask))) {
+    return {};
+  }
+  const int64_t L = query.size(-2), S = key.size(-2), E = query.size(-1), Ev = value.size(-1);
+  if (L == 0 || S == 0 || E == 0 || Ev == 0 || std::max({L, S, E, Ev}) > INT_MAX / 2) return {};
+  auto batch_of = [](const Tensor& t, int64_t trailing) {
+    DimVector d(t.sizes());
+    d.resize(d.size() - static_cast<size_t>(trailing));
+    return d;
+  };
+  // Batch dims that do not broadcast, or a mask that would widen the result, are left to the
+  // written-out formula (and its errors).
+  DimVector batch;
+  try {
+    batch = broadcast_shapes({batch_of(query, 2), batch_of(key, 2), batch_of(value, 2)});
+    if (attn_mask.defined() && (attn_mask.dim() < 2 || !(broadcast_shapes(batch, batch_of(attn_mask, 2)) == batch) ||
+                                (attn_mask.size(-2) != 1 && attn_mask.size(-2) != L) ||
+                                (attn_mask.size(-1) != 1 && attn_mask.size(-1) != S))) {
+      return {};
+    }
+  } catch (const Error&) {
+    return {};
+  }
+  int64_t count = 1;
+  for (int64_t d : batch) count *= d;
+  if (count == 0) return {};
+
+  const Tensor q = autograd::fn::attention_operand(query, batch), k = autograd::fn::attention_operand(key, batch),
+               v = autograd::fn::attention_operand(value, batch);
+  Tensor mask;
+  if (attn_mask.defined()) {
+    DimVector mask_sizes = batch;
+    mask_sizes.push_back(L);
+    mask_sizes.push_back(S);
+    // A bool mask marks the positions that take part; the kernel adds -inf elsewhere.
+    mask = attn_mask.dtype() == kBool
+               ? additive_mask(attn_mask.logical_not(), dt, "scaled_dot_product_attention", "attn_mask")
+               : attn_mask.detach();
+    mask = mask.expand(mask_sizes);
+  }
+  kernels::cpu::AttentionShape s;
+  s.L = L;
+  s.S = S;
+  s.E = E;
+  s.Ev = Ev;
+  s.scale = scale;
+  s.causal = is_causal;
+  DimVector out_sizes = batch;
+  out_sizes.push_back(L);
+  out_sizes.push_back(Ev);
+  Tensor out = autograd::fn::empty_attention_output(out_sizes, dt);
+  const bool grad = autograd::needs_grad(query, key, value);
+  const Tensor probs = grad ? empty({count, L, S}, TensorOptions(dt)) : Tensor();
+  kernels::cpu::attention_forward(out, probs, q, k, v, mask, s);
+  if (grad) autograd::fn::scaled_dot_product_attention(out, query, key, value, batch, mask, probs, s);
+  return out;
 }
 
 }  // namespace
@@ -50,8 +125,10 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   EMBER_CHECK(!(is_causal && attn_mask.defined()), "[", op,
               "] pass either attn_mask or is_causal=true, not both");
   EMBER_CHECK(dropout_p >= 0 && dropout_p <= 1, "[", op, "] dropout_p must be in [0, 1], got ", dropout_p);
-  const int64_t L = query.size(-2), S = key.size(-2);
   const double scale = 1.0 / std::sqrt(static_cast<double>(query.size(-1)));
+  if (Tensor out = fused_attention(query, key, value, attn_mask, dropout_p, is_causal, scale); out.defined())
+    return out;
+  const int64_t L = query.size(-2), S = key.size(-2);
   Tensor scores = (query * scale).matmul(key.transpose(-2, -1));
   if (is_causal) {
     Tensor future = ones({L, S}, TensorOptions(kBool)).triu(1);
