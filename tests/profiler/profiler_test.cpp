@@ -305,7 +305,9 @@ TEST(Profiler, MemoryCategoriesOnlyOnTheProfilingThread) {
   for (const Event& e : prof.events()) {
     if (e.memory_bytes < 0) continue;
     (e.thread == 0 ? on_main : on_other) += e.categories.known ? 1 : 0;
-    if (e.thread != 0) EXPECT_FALSE(e.categories.known) << e.name;
+    if (e.thread != 0) {
+      EXPECT_FALSE(e.categories.known) << e.name;
+    }
   }
   EXPECT_GT(on_main, 0);
   EXPECT_EQ(on_other, 0);
