@@ -64,9 +64,11 @@ Tensor& ParamState::operator[](const std::string& name) {
 namespace {
 // The live optimizers, for detail::live_optimizer_memory.
 std::mutex g_live_mu;
+// Never destroyed: an optimizer that outlives static destruction (a global, or one freed
+// late at exit) must still find it.
 std::vector<const Optimizer*>& live_optimizers() {
-  static std::vector<const Optimizer*> live;
-  return live;
+  static auto* live = new std::vector<const Optimizer*>;
+  return *live;
 }
 }  // namespace
 
