@@ -117,7 +117,7 @@ class TransformerImpl : public nn::Module {
   Tensor forward(const Tensor& idx, KVCache* cache = nullptr) {
     const int64_t T = idx.size(1), start = cache ? cache->length : 0;
     Tensor x = drop(wte(idx) + wpe.narrow(0, start, T));
-    for (size_t i = 0; i < blocks->size(); ++i) x = blocks->at<BlockImpl>(i)->forward(x, cache, i);
+    for (size_t i = 0; i < blocks->size(); ++i) x = blocks->at<BlockImpl>(i).forward(x, cache, i);
     if (cache) cache->length += T;
     return nn::functional::linear(ln_f(x), wte->weight);  // tied: the embedding matrix reads out
   }

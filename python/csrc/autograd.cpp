@@ -135,7 +135,7 @@ void init_autograd(py::module_& m) {
       .def(py::init([](bool enabled) { return InferenceModeCtx{enabled, nullptr}; }), py::arg("mode") = true)
       .def("__enter__", [](InferenceModeCtx& c) { c.guard = std::make_unique<InferenceMode>(c.enabled); })
       .def("__exit__", [](InferenceModeCtx& c, py::args) { c.guard.reset(); });
-  m.def("_set_detect_anomaly", &autograd::set_detect_anomaly, py::arg("mode"));
+  m.def("_set_detect_anomaly", &autograd::set_detect_anomaly, py::arg("mode"), py::arg("check_nan") = true);
   m.def("is_anomaly_enabled", &autograd::AnomalyMode::is_enabled);
 
   py::class_<Node, std::shared_ptr<Node>>(m, "Node")

@@ -19,7 +19,7 @@ using TensorClass = py::class_<Tensor>;
 const char* type_name(py::handle h) { return Py_TYPE(h.ptr())->tp_name; }
 
 // `self` returned as the same Python object: in-place methods return self, as torch's.
-template <Tensor& (Tensor::*F)()>
+template <Tensor& (Tensor::*F)() const>
 py::object inplace0(py::object self) {
   (py::cast<Tensor&>(self).*F)();
   return self;

@@ -19,6 +19,7 @@
 #include "ember/ops/view.h"
 #include "ember/core/op_scope.h"
 #include "ember/autograd/autograd.h"
+#include "ember/autograd/zero_grad_default.h"
 #include "ember/ops/index.h"
 #include "ember/ops/tensor_indexing.h"
 #include "ember/ops/join.h"

@@ -27,6 +27,8 @@
 #include <utility>
 #include <vector>
 
+#include "ember/autograd/zero_grad_default.h"
+#include "ember/compat/aten.h"
 #include "ember/core/check.h"
 #include "ember/data/torch_data.h"
 #include "ember/ember.h"
@@ -42,6 +44,8 @@ using namespace ::ember;
 
 template <class T>
 using optional = std::optional<T>;
+using Dtype = ::ember::ScalarType;
+using std::make_unique;
 using std::make_optional;
 using std::nullopt;
 using std::nullopt_t;
@@ -114,8 +118,8 @@ class Warning {
       ::ember::set_warning_handler([handler](const std::string& msg) { handler->process({}, msg, false); });
     }
   }
-  static void set_warnAlways(bool setting) { warn_always() = setting; }
-  static bool get_warnAlways() { return warn_always(); }
+  static void set_warnAlways(bool setting) { ::ember::set_warn_always(setting); }
+  static bool get_warnAlways() { return ::ember::warn_always(); }
   // While alive, TORCH_WARN_ONCE warns every time.
   class WarnAlways {
    public:
@@ -135,21 +139,19 @@ class Warning {
     static WarningHandler handler;
     return &handler;
   }
-  static bool& warn_always() {
-    static bool always = false;
-    return always;
-  }
 };
 }  // namespace c10
 
 namespace at {
 using namespace ::ember;
+using namespace ::ember::aten;
 using ::c10::ArrayRef;
 using ::c10::TensorList;
 }  // namespace at
 
 namespace torch {
 using namespace ::ember;
+using namespace ::ember::aten;
 using ::c10::ArrayRef;
 using ::c10::TensorList;
 // torch::data is the libtorch-shaped data API (ember/data/torch_data.h); ember's own
@@ -181,6 +183,12 @@ inline std::string torch_check_message(const char* /*condition*/, const Args&...
 // Seeded programs draw PyTorch's CPU random numbers unless EMBER_GENERATOR says otherwise.
 inline const bool torch_generator_selected = [] {
   if (std::getenv("EMBER_GENERATOR") == nullptr) set_default_generator_kind(GeneratorKind::MT19937);
+  return true;
+}();
+// zero_grad() zeroes the gradients, as libtorch 1.13's C++ API does (ember's own default
+// sets them to none; zero_grad(true) still does).
+inline const bool torch_zero_grad_selected = [] {
+  set_zero_grad_sets_to_none(false);
   return true;
 }();
 }  // namespace detail

@@ -247,7 +247,7 @@ TEST(AutogradModes, NoGradAndInferenceMode) {
   EXPECT_NE(ErrorOf([&] { inf.requires_grad_(); }).find("inference tensor"), std::string::npos);
   EXPECT_NE(ErrorOf([&] { inf.add_(1); }).find("Inplace update to inference tensor outside InferenceMode"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([&] { (x * inf).sum(); }).find("inference tensors cannot be saved for backward"),
+  EXPECT_NE(ErrorOf([&] { (x * inf).sum(); }).find("Inference tensors cannot be saved for backward"),
             std::string::npos);
   Tensor ok = inf.clone();
   EXPECT_FALSE(ok.is_inference());

@@ -216,4 +216,318 @@ TEST(TorchCompat, MarkDirtyBumpsTheVersion) {
   out.sum().backward();
 }
 
+// In-place methods are const (a Tensor is a handle), and assigning to a temporary view
+// writes through it, as in libtorch.
+TEST(TorchCompat, ConstInPlaceAndRvalueAssignment) {
+  torch::Tensor x = torch::ones({2, 3});
+  const torch::Tensor& cx = x;
+  cx.mul_(2).add_(1);
+  EXPECT_EQ(x.sum().item<double>(), 18.0);
+  x[0] = torch::tensor({7.0f, 8.0f, 9.0f});
+  EXPECT_EQ(x[0].sum().item<double>(), 24.0);
+  EXPECT_EQ(x[1].sum().item<double>(), 9.0);
+  x.index({Slice(), 0}) = 0.5;
+  EXPECT_EQ(x[1][0].item<double>(), 0.5);
+  torch::Tensor y;
+  y = x;  // an lvalue still rebinds the handle
+  EXPECT_EQ(y.data_ptr(), x.data_ptr());
+  torch::Tensor r = torch::tensor({-3.0, 5.5}) % 2;
+  EXPECT_EQ(r[0].item<double>(), 1.0);  // Python's modulo: the divisor's sign
+  EXPECT_EQ(r[1].item<double>(), 1.5);
+  EXPECT_EQ(torch::ones({2}, torch::kInt32).type_as(x).dtype(), torch::kFloat32);
+  EXPECT_TRUE(x[0].is_view());
+  EXPECT_FALSE(x.is_view());
+}
+
+TEST(TorchCompat, HooksInputsAndAnomalyWithoutNanChecks) {
+  torch::Tensor x = torch::ones({2}, torch::requires_grad());
+  torch::Tensor y = torch::ones({2}, torch::requires_grad());
+  int calls = 0;
+  torch::Tensor z = x * y;
+  auto h = z.register_hook([&](torch::Tensor g) { ++calls; return g; });
+  z.sum().backward({}, true, false, {x});
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(x.grad().defined());
+  EXPECT_FALSE(y.grad().defined());
+  z.remove_hook(h);
+  z.sum().backward({}, false, false, {x});
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(contains(error_of([&] { (x * 2).sum().backward({}, false, false, {}); }), "inputs"));
+  // check_nan=false: a NaN gradient passes; with the default it is named.
+  auto nan_backward = [] {
+    torch::Tensor a = torch::zeros({1}, torch::requires_grad());
+    a.sqrt().mul(0).sum().backward();
+  };
+  {
+    torch::autograd::DetectAnomalyGuard guard(/*check_nan=*/false);
+    EXPECT_EQ(error_of(nan_backward), "(no error)");
+  }
+  {
+    torch::autograd::DetectAnomalyGuard guard;
+    EXPECT_TRUE(contains(error_of(nan_backward), "nan"));
+  }
+  EXPECT_TRUE(at::native::is_nonzero(torch::tensor({2})));
+  EXPECT_TRUE(contains(error_of([] { at::native::is_nonzero(torch::ones({2})); }), "[is_nonzero]"));
+}
+
+// libtorch's free functions with positional arguments (ember/compat/aten.h).
+TEST(TorchCompat, AtenFreeFunctions) {
+  torch::Tensor a = torch::tensor({1.0, -2.0, 3.0});
+  torch::Tensor b = torch::tensor({0.0, 0.0, 5.0});
+  EXPECT_TRUE(torch::equal(torch::max(a, b), torch::tensor({1.0, 0.0, 5.0})));
+  EXPECT_TRUE(torch::equal(torch::min(a, b), torch::tensor({0.0, -2.0, 3.0})));
+  EXPECT_EQ(torch::max(a).item<double>(), 3.0);
+  EXPECT_EQ(std::get<1>(torch::min(a, 0)).item<int64_t>(), 1);
+  // Functional binds the trailing arguments: elu with scale 0 is zero everywhere.
+  auto f = torch::nn::Functional(torch::elu, /*alpha=*/1, /*scale=*/0, /*input_scale=*/1);
+  EXPECT_EQ(f(torch::ones({})).item<float>(), 0.0f);
+  torch::Tensor w = torch::arange(12, torch::kFloat32).reshape({4, 3});
+  torch::Tensor e = torch::embedding(w, torch::tensor({3, 0}), -1, false, false);
+  EXPECT_TRUE(torch::equal(e[0], w[3]));
+  torch::Tensor bag = std::get<0>(
+      torch::embedding_bag(w, torch::tensor({1, 2, 3}), torch::tensor({0, 2}), false, /*mode=*/1));
+  EXPECT_TRUE(torch::allclose(bag[0], (w[1] + w[2]) / 2));
+  EXPECT_TRUE(torch::allclose(bag[1], w[3]));
+  EXPECT_TRUE(contains(error_of([&] { torch::embedding_bag(w, torch::tensor({1}), torch::tensor({0}), false, 5); }),
+                       "mode must be 0 (sum), 1 (mean) or 2 (max)"));
+}
+
+// Layers built from their options' constructor arguments, reduction tags, printing.
+TEST(TorchCompat, LayerConstructionAndPrinting) {
+  using namespace torch::nn;
+  EXPECT_EQ(c10::str(Threshold(0.1, 20)), "torch::nn::Threshold(threshold=0.1, value=20)");
+  EXPECT_EQ(MaxUnpool1d(3)->options.kernel_size()[0], 3);
+  EXPECT_EQ(LPPool1d(2, 3)->options.norm_type(), 2.0);
+  EXPECT_EQ(SmoothL1Loss(torch::kNone)->reduction, ember::nn::Reduction::None);
+  EXPECT_EQ(HuberLoss(torch::kSum)->reduction, ember::nn::Reduction::Sum);
+  EXPECT_EQ(MaxPool3d(MaxPool3dOptions(3)).ptr()->options.kernel_size()[0], 3);
+  EXPECT_TRUE(contains(error_of([] { Hardtanh(HardtanhOptions().min_val(0.42).max_val(0.42)); }),
+                       "max_val must be greater than min_val"));
+  EXPECT_EQ(c10::str(RNNCell(20, 10)), "torch::nn::RNNCell(20, 10)");
+  EXPECT_EQ(c10::str(RNNCell(RNNCellOptions(20, 10).bias(false).nonlinearity(torch::kReLU))),
+            "torch::nn::RNNCell(20, 10, bias=false, nonlinearity=kReLU)");
+  EXPECT_EQ(c10::str(GRUCell(GRUCellOptions(20, 10).bias(false))), "torch::nn::GRUCell(20, 10, bias=false)");
+  EXPECT_EQ(c10::str(MultiheadAttention(20, 10)),
+            "torch::nn::MultiheadAttention(\n  (out_proj): torch::nn::Linear(in_features=20, out_features=20, "
+            "bias=true)\n)");
+  EXPECT_EQ(c10::str(Embedding(EmbeddingOptions(10, 2).scale_grad_by_freq(true).sparse(true))),
+            "torch::nn::Embedding(num_embeddings=10, embedding_dim=2, scale_grad_by_freq=true, sparse=true)");
+  Linear empty{nullptr};
+  EXPECT_TRUE(contains(error_of([&] { (void)empty->options; }), "Accessing empty ModuleHolder"));
+}
+
+namespace {
+struct Leaf : torch::nn::Cloneable<Leaf> {
+  Leaf() { reset(); }
+  void reset() override { weight = register_parameter("weight", torch::ones({2, 2})); }
+  torch::Tensor weight;
+  int value = 0;
+};
+struct Nest : torch::nn::Cloneable<Nest> {
+  Nest() { reset(); }
+  void reset() override { leaf = register_module("leaf", std::make_shared<Leaf>()); }
+  std::shared_ptr<Leaf> leaf;
+};
+struct Plain : torch::nn::Module {
+  explicit Plain(int64_t v) : t(register_buffer("t", torch::tensor(v))) {}
+  torch::Tensor t;
+};
+}  // namespace
+
+// Modules without options clone libtorch's way (copy, reset(), copy the values), keeping
+// members that are not tensors; module objects copy and go into containers by value.
+TEST(TorchCompat, ModuleCopyCloneAndReplace) {
+  auto a = std::make_shared<Nest>();
+  {
+    torch::NoGradGuard no_grad;
+    a->leaf->weight.add_(1);
+  }
+  a->leaf->value = 123;
+  auto b = std::dynamic_pointer_cast<Nest>(a->clone());
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->leaf->value, 123);
+  EXPECT_NE(b->leaf->weight.data_ptr(), a->leaf->weight.data_ptr());
+  EXPECT_EQ(b->leaf->weight.data_ptr(), b->leaf->named_parameters()["weight"].data_ptr());
+  EXPECT_TRUE(torch::equal(b->leaf->weight, a->leaf->weight));
+  EXPECT_EQ(b->named_parameters()["leaf.weight"].data_ptr(), b->leaf->weight.data_ptr());
+
+  torch::nn::Sequential seq;
+  seq->push_back(Plain(4));
+  torch::nn::ModuleList list;
+  list->push_back(Plain(5));
+  EXPECT_EQ(seq->size(), 1u);
+  EXPECT_EQ(std::dynamic_pointer_cast<Plain>(list[0])->t.item<int64_t>(), 5);
+  Plain copy = Plain(6);
+  EXPECT_EQ(copy.named_buffers()["t"].item<int64_t>(), 6);
+
+  struct Model : torch::nn::Module {
+    torch::nn::Linear l1{nullptr};
+    Model() { l1 = register_module("l1", torch::nn::Linear(3, 4)); }
+  };
+  auto m = std::make_shared<Model>();
+  m->l1 = m->replace_module("l1", torch::nn::Linear(5, 6));
+  EXPECT_EQ(m->named_parameters()["l1.weight"].size(0), 6);
+  EXPECT_EQ(m->l1.get(), m->named_modules()["l1"]->as<torch::nn::Linear>());
+}
+
+// ember/torch.h makes zero_grad() zero the gradients (libtorch 1.13); zero_grad(true) still
+// sets them to none, and ember's own default is restored by set_zero_grad_sets_to_none.
+TEST(TorchCompat, ZeroGradFollowsLibtorchUnderTheCompatHeader) {
+  EXPECT_FALSE(ember::zero_grad_sets_to_none());
+  torch::nn::Linear fc(3, 2);
+  fc(torch::ones({4, 3})).sum().backward();
+  fc->zero_grad();
+  ASSERT_TRUE(fc->weight.grad().defined());
+  EXPECT_EQ(fc->weight.grad().abs().sum().item<double>(), 0.0);
+  fc->zero_grad(true);
+  EXPECT_FALSE(fc->weight.grad().defined());
+  torch::Tensor p = torch::ones({2}, torch::requires_grad());
+  torch::optim::SGD opt({p}, torch::optim::SGDOptions(0.1));
+  (p * 2).sum().backward();
+  opt.zero_grad();
+  ASSERT_TRUE(p.grad().defined());
+  EXPECT_EQ(p.grad().sum().item<double>(), 0.0);
+  {
+    torch::nn::Module m;
+    c10::Warning::WarnAlways always;
+    std::vector<std::string> seen;
+    ember::set_warning_handler([&](const std::string& w) { seen.push_back(w); });
+    m.register_parameter("undefined", torch::Tensor());
+    ember::set_warning_handler(nullptr);
+    ASSERT_EQ(seen.size(), 1u);
+    EXPECT_TRUE(contains(seen[0], "Ignoring the `requires_grad=true` function parameter"));
+    EXPECT_EQ(m.parameters().size(), 0u);
+  }
+}
+
+
+namespace {
+struct AddOne : torch::nn::Module {
+  int forward(int x) { return x + 1; }
+};
+struct Concat : torch::nn::Module {
+  std::string forward(std::string a, const std::string& b, std::string&& c) { return a + b + c; }
+};
+struct WithDefaults : torch::nn::Module {
+  double forward(int a, int b = 2, double c = 3.0) { return a + b + c; }
+
+ protected:
+  FORWARD_HAS_DEFAULT_ARGS({1, torch::nn::AnyValue(2)}, {2, torch::nn::AnyValue(3.0)})
+};
+struct Scale : torch::nn::Module {
+  torch::Tensor forward(torch::Tensor x) { return x * 3; }
+};
+}  // namespace
+
+// AnyModule: any forward() signature behind one interface, checked at run time.
+TEST(TorchCompat, AnyModuleAndAnyValue) {
+  torch::nn::AnyModule any(AddOne{});
+  EXPECT_EQ(any.forward<int>(4), 5);
+  EXPECT_TRUE(contains(error_of([&] { any.forward(5.0); }),
+                       "Expected argument #0 to be of type int, but received value of type double"));
+  EXPECT_TRUE(contains(error_of([&] { any.forward(1, 2); }), "forward() method expects 1 argument(s), but received 2."));
+  EXPECT_TRUE(contains(error_of([&] { any.forward<std::string>(1); }),
+                       "Attempted to cast AnyValue to std::__cxx11::basic_string"));
+  torch::nn::AnyModule concat(Concat{});
+  EXPECT_EQ(concat.forward<std::string>(std::string("a"), std::string("b"), std::string("c")), "abc");
+  torch::nn::AnyModule defaults(WithDefaults{});
+  EXPECT_EQ(defaults.forward<double>(1), 6.0);
+  EXPECT_EQ(defaults.forward<double>(1, 3), 7.0);
+  EXPECT_TRUE(contains(error_of([&] { defaults.forward(); }),
+                       "expects at least 1 argument(s) and at most 3 argument(s), but received 0."));
+  torch::nn::AnyModule linear(torch::nn::Linear(3, 2));
+  EXPECT_EQ(linear.forward(torch::ones({4, 3})).sizes(), torch::IntArrayRef({4, 2}));
+  EXPECT_EQ(linear.get<torch::nn::Linear>()->options.out_features(), 2);
+  EXPECT_TRUE(contains(error_of([&] { linear.ptr<AddOne>(); }), "Attempted to cast module"));
+  torch::nn::AnyModule empty;
+  EXPECT_TRUE(empty.is_empty());
+  EXPECT_TRUE(contains(error_of([&] { empty.forward<int>(5); }), "Cannot call forward() on an empty AnyModule"));
+  torch::nn::AnyValue v(std::string("hi"));
+  EXPECT_NE(v.try_get<std::string>(), nullptr);
+  EXPECT_EQ(v.try_get<int>(), nullptr);
+  torch::nn::AnyValue literal("hello");
+  EXPECT_EQ(literal.type_info().hash_code(), typeid(const char*).hash_code());
+}
+
+// Sequential chains modules of any signature; Tensor modules keep the direct call.
+TEST(TorchCompat, SequentialOfAnyModules) {
+  torch::nn::Sequential chain(AddOne{}, AddOne{}, AddOne{});
+  EXPECT_EQ(chain->forward<int>(1), 4);
+  torch::nn::Sequential empty;
+  EXPECT_TRUE(contains(error_of([&] { empty->forward<int>(); }), "Cannot call forward() on an empty Sequential"));
+  torch::nn::Sequential tensors(torch::nn::Linear(3, 4), Scale{}, torch::nn::ReLU());
+  torch::Tensor x = torch::ones({2, 3});
+  torch::Tensor expected = torch::relu(tensors[0]->as<torch::nn::Linear>()->forward(x) * 3);
+  EXPECT_TRUE(torch::allclose(tensors->forward(x), expected));
+  EXPECT_TRUE(torch::allclose(tensors->forward<torch::Tensor>(x), expected));
+  torch::nn::Sequential more(Scale{});
+  tensors->extend(*more);
+  EXPECT_EQ(tensors->size(), 4u);
+  EXPECT_TRUE(torch::allclose(tensors->forward(x), expected * 3));
+  auto copy = std::dynamic_pointer_cast<torch::nn::SequentialImpl>(tensors->clone());
+  ASSERT_TRUE(copy);
+  EXPECT_TRUE(torch::allclose(copy->forward(x), expected * 3));
+  torch::nn::Sequential named({{"fc", torch::nn::Linear(3, 4)}, {"act", torch::nn::ReLU()}});
+  EXPECT_EQ(named->named_children().keys(), std::vector<std::string>({"fc", "act"}));
+  EXPECT_EQ(named->at<torch::nn::LinearImpl>(0).options.in_features(), 3);
+}
+
+TEST(TorchCompat, ModuleDictAndOrderedDict) {
+  torch::OrderedDict<std::string, int> dict("Penguin");
+  dict.insert("a", 1);
+  EXPECT_EQ(dict.key_description(), "Penguin");
+  EXPECT_TRUE(contains(error_of([&] { dict["b"]; }), "Penguin 'b' is not defined"));
+  EXPECT_TRUE(contains(error_of([&] { dict.insert("a", 2); }), "Penguin 'a' already defined"));
+  torch::OrderedDict<std::string, int> other = {{"c", 3}};
+  other.update(dict);
+  EXPECT_EQ(other.front().key(), "c");
+  EXPECT_EQ(other.back().value(), 1);
+  EXPECT_TRUE(contains(error_of([] { torch::OrderedDict<std::string, int>().front(); }),
+                       "Called front() on an empty OrderedDict"));
+
+  torch::nn::ModuleDict modules;
+  EXPECT_TRUE(modules->empty());
+  modules->update(std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>>{
+      {"fc", torch::nn::Linear(2, 3).ptr()}});
+  torch::OrderedDict<std::string, std::shared_ptr<torch::nn::Module>> more = {{"act", torch::nn::ReLU().ptr()}};
+  modules->update(more);
+  EXPECT_EQ(modules->size(), 2u);
+  EXPECT_EQ(modules->at<torch::nn::LinearImpl>("fc").options.out_features(), 3);
+  std::vector<std::string> keys;
+  for (const auto& item : *modules) keys.push_back(item.key());
+  EXPECT_EQ(keys, std::vector<std::string>({"fc", "act"}));
+  modules->pop("fc");
+  EXPECT_FALSE(modules->contains("fc"));
+  EXPECT_TRUE(contains(error_of([&] { modules->pop("fc"); }), "'fc' is not defined"));
+  modules->clear();
+  EXPECT_TRUE(modules->empty());
+}
+
+// Inference tensors: all-inference inputs record no graph; mixed inputs record one and
+// refuse to save an inference tensor. A 0-dim integer tensor index selects (a view).
+TEST(TorchCompat, InferenceTensorsAndScalarTensorIndices) {
+  torch::Tensor c;
+  {
+    torch::InferenceMode guard;
+    c = torch::ones({2, 3}).set_requires_grad(true);
+  }
+  torch::Tensor tmp = c * c;
+  EXPECT_FALSE(tmp.requires_grad());
+  torch::Tensor s = torch::ones({2, 3}, torch::requires_grad());
+  torch::Tensor out = c.add(s);
+  EXPECT_TRUE(out.requires_grad());
+  out.sum().backward();
+  EXPECT_TRUE(torch::equal(c.grad(), torch::ones({2, 3})));
+  EXPECT_TRUE(contains(error_of([&] { c.mul(s); }), "Inference tensors cannot be saved for backward."));
+
+  torch::Tensor a = torch::arange(6, torch::kFloat32).reshape({2, 3});
+  torch::Tensor zero = torch::tensor(0), one = torch::tensor(1);
+  EXPECT_EQ(a.index({zero, one}).data_ptr(), a.index({0, 1}).data_ptr());
+  EXPECT_EQ(a.index({one, zero}).item<float>(), 3.0f);
+  torch::Tensor t = torch::zeros({10, 20});
+  at::index_put_(t, {torch::arange(3, torch::kLong)}, torch::ones({1, 20}));
+  EXPECT_EQ(t.sum().item<double>(), 60.0);
+  EXPECT_TRUE(torch::equal(at::index(t, {torch::arange(3, torch::kLong)}), torch::ones({3, 20})));
+}
+
 }  // namespace

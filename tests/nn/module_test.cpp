@@ -75,7 +75,7 @@ TEST(Module, TrainEvalPropagatesAndDropoutObeysIt) {
 
 TEST(Module, StateDictRoundTripAndLoadReports) {
   Net a, b;
-  EXPECT_FALSE(a->features->at<nn::LinearImpl>(0)->weight.equal(b->features->at<nn::LinearImpl>(0)->weight));
+  EXPECT_FALSE(a->features->at<nn::LinearImpl>(0).weight.equal(b->features->at<nn::LinearImpl>(0).weight));
   {
     NoGradGuard ng;
     a->named_buffers()["steps"].fill_(7);
@@ -126,7 +126,7 @@ TEST(Module, CloneIsDeep) {
   auto seq = nn::Sequential(nn::Linear(3, 4), nn::Tanh());
   auto copy = std::dynamic_pointer_cast<nn::SequentialImpl>(seq->clone());
   ASSERT_NE(copy, nullptr);
-  auto l0 = seq->at<nn::LinearImpl>(0), c0 = copy->at<nn::LinearImpl>(0);
+  auto l0 = seq->ptr<nn::LinearImpl>(0), c0 = copy->ptr<nn::LinearImpl>(0);
   EXPECT_TRUE(l0->weight.equal(c0->weight));
   EXPECT_FALSE(l0->weight.is_same_storage(c0->weight));
   // The clone's member handles are its registered parameters.
@@ -184,7 +184,7 @@ TEST(Containers, ModuleListAndDict) {
   list->push_back(nn::Linear(2, 1));
   EXPECT_EQ(list->size(), 3u);
   EXPECT_EQ(list->named_parameters().keys(), (Keys{"0.weight", "0.bias", "2.weight", "2.bias"}));
-  EXPECT_EQ(list->at<nn::LinearImpl>(2)->options.out_features(), 1);
+  EXPECT_EQ(list->at<nn::LinearImpl>(2).options.out_features(), 1);
   nn::ModuleDict dict;
   dict->insert("enc", nn::Linear(2, 3));
   dict->insert("act", nn::GELU());

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <ember/compat/aten.h>
 #include <ember/ember.h>
 
 #include <string>
@@ -268,6 +269,94 @@ TEST(NNExtraParity, EmbeddingBag) {
           return TF::embedding_bag(v[1], v[0], o);
         },
         {R({10, 3}), idx, off});
+  }
+}
+
+// scale_grad_by_freq: each weight row's gradient divided by its index's count in the batch.
+TEST(NNExtraParity, EmbeddingScaleGradByFreq) {
+  ET idx = ember::tensor(std::vector<int64_t>{1, 2, 4, 1, 4, 1, 9, 0}).reshape({2, 4});
+  parity::check_grad_parity(
+      "embedding scale_grad_by_freq",
+      [](const EV& v) {
+        return EF::embedding(v[1], v[0], EF::EmbeddingFuncOptions().scale_grad_by_freq(true).padding_idx(0));
+      },
+      [](const TV& v) {
+        return TF::embedding(v[1], v[0], TF::EmbeddingFuncOptions().scale_grad_by_freq(true).padding_idx(0));
+      },
+      {R({10, 3}), idx});
+}
+
+// The libtorch-shaped free functions of ember/compat/aten.h (torch::elu with scale and
+// input_scale, torch::max(a, b), torch::layer_norm / group_norm with positional arguments).
+TEST(NNExtraParity, AtenFunctions) {
+  ET x = RT({3, 4, 5});
+  run({
+      {"aten elu", [](const EV& v) { return ember::aten::elu(v[0], 0.7, 1.3, 0.5); },
+       [](const TV& v) { return torch::elu(v[0], 0.7, 1.3, 0.5); }, {x}},
+      {"aten max", [](const EV& v) { return ember::aten::max(v[0], v[1]); },
+       [](const TV& v) { return torch::max(v[0], v[1]); }, {x, R({4, 5})}},
+      {"aten min", [](const EV& v) { return ember::aten::min(v[0], v[1]); },
+       [](const TV& v) { return torch::min(v[0], v[1]); }, {x, R({4, 5})}},
+      {"aten layer_norm", [](const EV& v) { return ember::aten::layer_norm(v[0], {5}, v[1], v[2], 2e-5); },
+       [](const TV& v) { return torch::layer_norm(v[0], {5}, v[1], v[2], 2e-5); }, {x, R({5}), R({5})}},
+      {"aten group_norm", [](const EV& v) { return ember::aten::group_norm(v[0], 2, v[1], v[2], 2e-5); },
+       [](const TV& v) { return torch::group_norm(v[0], 2, v[1], v[2], 2e-5); }, {R({2, 4, 3}), R({4}), R({4})}},
+      {"aten pairwise_distance", [](const EV& v) { return ember::aten::pairwise_distance(v[0], v[1], 1.5); },
+       [](const TV& v) { return torch::pairwise_distance(v[0], v[1], 1.5); }, {R({4, 5}), RT({4, 5})}},
+      {"operator%", [](const EV& v) { return v[0] % 0.7; }, [](const TV& v) { return torch::remainder(v[0], 0.7); },
+       {x}},
+  });
+  ET w = R({10, 3});
+  ET idx = ember::tensor(std::vector<int64_t>{1, 2, 4, 5, 4, 3, 2, 9});
+  ET off = ember::tensor(std::vector<int64_t>{0, 3, 3, 6});
+  for (int64_t mode : {0, 1, 2}) {
+    parity::check_grad_parity(
+        "aten embedding_bag " + std::to_string(mode),
+        [mode](const EV& v) { return std::get<0>(ember::aten::embedding_bag(v[0], v[1], v[2], false, mode)); },
+        [mode](const TV& v) { return std::get<0>(torch::embedding_bag(v[0], v[1], v[2], false, mode)); },
+        {w, idx, off});
+  }
+}
+
+
+// Convolutions with padding_mode reflect / replicate / circular (the module pads the input
+// by that mode, then convolves): forward and input gradient against libtorch's modules.
+TEST(NNExtraParity, ConvPaddingModes) {
+  for (const char* mode : {"reflect", "replicate", "circular"}) {
+    ember::nn::Conv2d em(ember::nn::Conv2dOptions(3, 4, 3).padding(1).padding_mode(mode));
+    torch::nn::Conv2dOptions to(3, 4, 3);
+    to.padding(1);
+    if (std::string(mode) == "reflect") to.padding_mode(torch::kReflect);
+    if (std::string(mode) == "replicate") to.padding_mode(torch::kReplicate);
+    if (std::string(mode) == "circular") to.padding_mode(torch::kCircular);
+    torch::nn::Conv2d tm(to);
+    em->to(ember::kFloat64);
+    tm->to(torch::kFloat64);
+    {
+      torch::NoGradGuard no_grad;
+      tm->weight.copy_(parity::to_torch(em->weight));
+      tm->bias.copy_(parity::to_torch(em->bias));
+    }
+    parity::check_grad_parity(
+        std::string("conv2d padding_mode ") + mode, [&](const EV& v) { return em(v[0]); },
+        [&](const TV& v) { return tm(v[0]); }, {RT({2, 3, 6, 5})});
+    ember::nn::Conv1d e1(ember::nn::Conv1dOptions(3, 2, 2).padding(1).padding_mode(mode));
+    torch::nn::Conv1dOptions t1o(3, 2, 2);
+    t1o.padding(1);
+    if (std::string(mode) == "reflect") t1o.padding_mode(torch::kReflect);
+    if (std::string(mode) == "replicate") t1o.padding_mode(torch::kReplicate);
+    if (std::string(mode) == "circular") t1o.padding_mode(torch::kCircular);
+    torch::nn::Conv1d t1(t1o);
+    e1->to(ember::kFloat64);
+    t1->to(torch::kFloat64);
+    {
+      torch::NoGradGuard no_grad;
+      t1->weight.copy_(parity::to_torch(e1->weight));
+      t1->bias.copy_(parity::to_torch(e1->bias));
+    }
+    parity::check_grad_parity(
+        std::string("conv1d padding_mode ") + mode, [&](const EV& v) { return e1(v[0]); },
+        [&](const TV& v) { return t1(v[0]); }, {R({2, 3, 7})});
   }
 }
 

@@ -277,8 +277,8 @@ TEST(QuantizeDynamic, ReplacesLinearsInSequential) {
   const Tensor fp = model(x).detach();
   const std::vector<std::string> names = quant::quantize_dynamic(*model, {quant::ModuleKind::Linear});
   EXPECT_EQ(names, (std::vector<std::string>{"0", "2"}));
-  auto q0 = model->at<quant::DynamicQuantizedLinearImpl>(0);
-  auto q2 = model->at<quant::DynamicQuantizedLinearImpl>(2);
+  auto q0 = model->ptr<quant::DynamicQuantizedLinearImpl>(0);
+  auto q2 = model->ptr<quant::DynamicQuantizedLinearImpl>(2);
   EXPECT_FALSE(q0->is_training());
   // The Sequential runs the quantized layers: its output is theirs.
   const Tensor want = (*q2)((*q0)(x).relu());
@@ -371,7 +371,7 @@ TEST(QuantizeDynamic, StateDictSaveLoadAndSize) {
   OrderedDict<std::string, Tensor> first;
   for (const char* k : {"qweight", "scales", "bias"}) first.insert(k, sd[std::string("0.") + k]);
   direct->load_state_dict(first);
-  EXPECT_EQ(Floats(direct(x)), Floats(model->at<quant::DynamicQuantizedLinearImpl>(0)->forward(x)));
+  EXPECT_EQ(Floats(direct(x)), Floats(model->ptr<quant::DynamicQuantizedLinearImpl>(0)->forward(x)));
   // A float32 state_dict does not load into the quantized model.
   ExpectError([&] { other->load_state_dict(load(fp32_path).to_tensor_dict()); }, {"0.weight", "0.qweight"});
   // clone() copies the int8 weights.

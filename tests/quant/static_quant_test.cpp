@@ -199,10 +199,10 @@ TEST(QuantStatic, PrepareFusesReLUCalibrateConvert) {
   const Tensor fp = model(test).detach();
   const std::vector<std::string> observed = quant::prepare(*model);
   EXPECT_EQ(observed, (std::vector<std::string>{"0", "2", "4"}));
-  auto o0 = model->at<quant::ObservedLinearImpl>(0);
+  auto o0 = model->ptr<quant::ObservedLinearImpl>(0);
   EXPECT_TRUE(o0->relu);
-  EXPECT_TRUE(model->at<quant::ObservedLinearImpl>(2)->relu);
-  EXPECT_FALSE(model->at<quant::ObservedLinearImpl>(4)->relu);
+  EXPECT_TRUE(model->ptr<quant::ObservedLinearImpl>(2)->relu);
+  EXPECT_FALSE(model->ptr<quant::ObservedLinearImpl>(4)->relu);
   EXPECT_NE(std::dynamic_pointer_cast<nn::IdentityImpl>(model->ptr(1)), nullptr) << "the fused ReLU is gone";
   EXPECT_NE(std::dynamic_pointer_cast<nn::IdentityImpl>(model->ptr(3)), nullptr);
   // The prepared model computes what the float one does.
@@ -215,9 +215,9 @@ TEST(QuantStatic, PrepareFusesReLUCalibrateConvert) {
   EXPECT_GE(o0->output_observer->range().first, 0.0f) << "the output observer sees the fused ReLU's output";
   const std::vector<std::string> converted = quant::convert(*model);
   EXPECT_EQ(converted, observed);
-  auto q0 = model->at<quant::StaticQuantizedLinearImpl>(0);
+  auto q0 = model->ptr<quant::StaticQuantizedLinearImpl>(0);
   EXPECT_TRUE(q0->relu());
-  EXPECT_FALSE(model->at<quant::StaticQuantizedLinearImpl>(4)->relu());
+  EXPECT_FALSE(model->ptr<quant::StaticQuantizedLinearImpl>(4)->relu());
   EXPECT_EQ(q0->output_qparams().zero_point, 0);
   EXPECT_EQ(model->parameters().size(), 0u);
   const Tensor int8 = model(test);
@@ -282,9 +282,9 @@ TEST(QuantStatic, NoFusionOutsideSequentialNorWithoutReLU) {
   nn::Sequential seq(nn::Linear(4, 4), nn::GELU(), nn::ReLU(), nn::Linear(4, 2), nn::ReLU());
   seq->eval();
   quant::prepare(*seq);
-  EXPECT_FALSE(seq->at<quant::ObservedLinearImpl>(0)->relu);
+  EXPECT_FALSE(seq->at<quant::ObservedLinearImpl>(0).relu);
   EXPECT_NE(std::dynamic_pointer_cast<nn::ReLUImpl>(seq->ptr(2)), nullptr);
-  EXPECT_TRUE(seq->at<quant::ObservedLinearImpl>(3)->relu);
+  EXPECT_TRUE(seq->at<quant::ObservedLinearImpl>(3).relu);
   EXPECT_NE(std::dynamic_pointer_cast<nn::IdentityImpl>(seq->ptr(4)), nullptr);
 }
 
@@ -344,7 +344,7 @@ TEST(QuantStatic, Errors) {
   // convert before calibration names the layer and the fix; nothing is replaced.
   ExpectError([&] { quant::convert(*model); },
               {"[quant::convert]", "'0'", "has not been calibrated", "between quant::prepare and quant::convert"});
-  EXPECT_NE(model->at<quant::ObservedLinearImpl>(0).get(), nullptr);
+  EXPECT_NE(model->ptr<quant::ObservedLinearImpl>(0).get(), nullptr);
   ExpectError(
       [&] {
         NoGradGuard no_grad;

@@ -7,20 +7,27 @@ namespace ember::autograd {
 
 struct AnomalyMode {
   static bool is_enabled();
-  static void set_enabled(bool enabled);
+  // check_nan false keeps the forward traces but skips the NaN/inf checks (libtorch's
+  // DetectAnomalyGuard(/*check_nan=*/false)).
+  static void set_enabled(bool enabled, bool check_nan = true);
+  static bool should_check_nan();
 };
 
-inline void set_detect_anomaly(bool enabled) { AnomalyMode::set_enabled(enabled); }
+inline void set_detect_anomaly(bool enabled, bool check_nan = true) { AnomalyMode::set_enabled(enabled, check_nan); }
 
 class DetectAnomalyGuard {
  public:
-  DetectAnomalyGuard() : prev_(AnomalyMode::is_enabled()) { AnomalyMode::set_enabled(true); }
-  ~DetectAnomalyGuard() { AnomalyMode::set_enabled(prev_); }
+  explicit DetectAnomalyGuard(bool check_nan = true)
+      : prev_(AnomalyMode::is_enabled()), prev_check_nan_(AnomalyMode::should_check_nan()) {
+    AnomalyMode::set_enabled(true, check_nan);
+  }
+  ~DetectAnomalyGuard() { AnomalyMode::set_enabled(prev_, prev_check_nan_); }
   DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;
   DetectAnomalyGuard& operator=(const DetectAnomalyGuard&) = delete;
 
  private:
   bool prev_;
+  bool prev_check_nan_;
 };
 
 }  // namespace ember::autograd

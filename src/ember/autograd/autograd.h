@@ -37,4 +37,15 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs,
 using CheckpointFn = std::function<variable_list(const variable_list&)>;
 variable_list checkpoint(const CheckpointFn& fn, const variable_list& inputs, bool preserve_rng_state = true);
 
+// libtorch spells these torch::autograd::AutoGradMode / GradMode too.
+using ::ember::AutoGradMode;
+// libtorch's argument ranges of a custom function ({begin, end}).
+using IndexRange = std::pair<size_t, size_t>;
+// A tensor sharing data's storage, without history, requiring grad as asked.
+inline Tensor make_variable(const Tensor& data, bool requires_grad = false) {
+  Tensor v = data.detach();
+  if (requires_grad) v.requires_grad_(true);
+  return v;
+}
+
 }  // namespace ember::autograd

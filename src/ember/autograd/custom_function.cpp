@@ -60,6 +60,15 @@ bool AutogradContext::needs_input_grad(size_t index) const {
   return fn && fn->should_compute_output(index);
 }
 
+bool AutogradContext::needs_input_grad(std::initializer_list<std::pair<size_t, size_t>> ranges) const {
+  for (const auto& [begin, end] : ranges) {
+    for (size_t i = begin; i < end; ++i) {
+      if (needs_input_grad(i)) return true;
+    }
+  }
+  return false;
+}
+
 void AutogradContext::mark_dirty(const variable_list& inputs) {
   for (const Tensor& t : inputs) {
     if (t.defined()) dirty_.push_back(t.impl());

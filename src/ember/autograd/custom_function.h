@@ -75,6 +75,8 @@ class AutogradContext {
   variable_list get_saved_variables() const;
   // Whether the i-th tensor argument of forward needs a gradient.
   bool needs_input_grad(size_t index) const;
+  // Whether any argument in the [begin, end) ranges needs a gradient.
+  bool needs_input_grad(std::initializer_list<std::pair<size_t, size_t>> ranges) const;
   // Inputs that forward modified in place (they become outputs of this function).
   void mark_dirty(const variable_list& inputs);
   // Outputs that get no gradient (e.g. indices).

@@ -15,6 +15,7 @@
 #include "ember/profiler/record.h"
 #include "ember/amp/autocast.h"
 #include "ember/autograd/autograd.h"
+#include "ember/core/warning.h"
 #include "ember/autograd/autograd_meta.h"
 #include "ember/autograd/record.h"
 #include "ember/core/check.h"
@@ -27,6 +28,7 @@ namespace ember::autograd {
 
 namespace {
 std::atomic<bool> g_anomaly{false};
+std::atomic<bool> g_anomaly_check_nan{true};
 
 std::string shape_str(IntArrayRef s) {
   std::string r = "[";
@@ -246,7 +248,7 @@ class GraphTask {
                     " but expected shape compatible with ", shape_str(m.sizes));
         if (g.dtype() != m.dtype) outputs[i] = g.to(m.dtype);
       }
-      if (AnomalyMode::is_enabled() && is_floating_point(g.dtype())) {
+      if (AnomalyMode::is_enabled() && AnomalyMode::should_check_nan() && is_floating_point(g.dtype())) {
         NoGradGuard no_grad;
         if (!ember::isfinite(g).all().item<bool>()) {
           const bool has_nan = ember::isnan(g).any().item<bool>();
@@ -324,10 +326,21 @@ void make_roots(const variable_list& tensors, const variable_list& grad_tensors,
 }  // namespace
 
 bool AnomalyMode::is_enabled() { return g_anomaly.load(std::memory_order_relaxed); }
-void AnomalyMode::set_enabled(bool enabled) { g_anomaly.store(enabled, std::memory_order_relaxed); }
+void AnomalyMode::set_enabled(bool enabled, bool check_nan) {
+  g_anomaly_check_nan.store(check_nan, std::memory_order_relaxed);
+  g_anomaly.store(enabled, std::memory_order_relaxed);
+}
+bool AnomalyMode::should_check_nan() { return g_anomaly_check_nan.load(std::memory_order_relaxed); }
 
 void backward(const variable_list& tensors, const variable_list& grad_tensors, std::optional<bool> retain_graph,
               bool create_graph, const variable_list& inputs) {
+  if (create_graph) {
+    static bool warned = false;
+    warn_once(warned,
+              "[backward] Using backward() with create_graph=True will create a reference cycle between the "
+              "parameter and its gradient, which can leak memory; use autograd::grad() to build a graph of the "
+              "gradients, or reset the parameters' grad() to undefined after use to break the cycle");
+  }
   std::vector<Edge> roots;
   variable_list grads;
   make_roots(tensors, grad_tensors, "backward", roots, grads);

@@ -63,7 +63,7 @@ void Node::run_pre_hooks(variable_list& grads) {
 SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   if (!t.defined()) return;
   EMBER_CHECK(!t.is_inference(),
-              "[autograd] inference tensors cannot be saved for backward; clone() the tensor "
+              "[autograd] Inference tensors cannot be saved for backward. clone() the tensor "
               "outside InferenceMode to get a normal tensor and use that in autograd");
   was_defined_ = true;
   is_output_ = is_output;

@@ -17,9 +17,12 @@ namespace ember::autograd {
 
 bool needs_grad_list(const std::vector<Tensor>& ts) {
   if (!GradMode::is_enabled()) return false;
-  for (const Tensor& t : ts)
-    if (requires_grad_fast(t)) return true;
-  return false;
+  bool any_requires = false, any_normal = false;
+  for (const Tensor& t : ts) {
+    any_requires = any_requires || requires_grad_fast(t);
+    any_normal = any_normal || is_normal_tensor(t);
+  }
+  return any_requires && any_normal;
 }
 
 std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
@@ -144,7 +147,7 @@ void set_history(const Tensor& out, const std::shared_ptr<Node>& node) {
   meta.grad_fn = node;
   meta.output_nr = nr;
   if (out.impl()->view_base()) meta.attr_version = out._version();
-  if (AnomalyMode::is_enabled()) check_forward_output(out, *node);
+  if (AnomalyMode::is_enabled() && AnomalyMode::should_check_nan()) check_forward_output(out, *node);
 }
 
 void check_forward_output(const Tensor& out, const Node& node) {

@@ -16,10 +16,15 @@ inline bool requires_grad_fast(const Tensor& t) {
   return t.defined() && t.impl()->autograd_meta() != nullptr && t.impl()->requires_grad();
 }
 
-// Grad mode is on and at least one of the tensors requires grad.
+// A tensor made outside InferenceMode: an op whose inputs are all inference tensors
+// records no graph, even in grad mode (as libtorch, whose inference tensors lack the
+// autograd dispatch key).
+inline bool is_normal_tensor(const Tensor& t) { return t.defined() && !t.impl()->is_inference(); }
+
+// Grad mode is on, at least one of the tensors requires grad, and not all are inference tensors.
 template <typename... Ts>
 bool needs_grad(const Ts&... ts) {
-  return (requires_grad_fast(ts) || ...) && GradMode::is_enabled();
+  return (requires_grad_fast(ts) || ...) && GradMode::is_enabled() && (is_normal_tensor(ts) || ...);
 }
 bool needs_grad_list(const std::vector<Tensor>& ts);
 

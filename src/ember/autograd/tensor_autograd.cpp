@@ -25,8 +25,8 @@ bool Tensor::requires_grad() const {
   return impl_->requires_grad();
 }
 
-Tensor& Tensor::requires_grad_(bool requires_grad) {
-  check_defined(*this, "requires_grad_");
+Tensor& Tensor::requires_grad_(bool requires_grad) const {
+  check_defined(self_mut(), "requires_grad_");
   EMBER_CHECK(!requires_grad || is_floating_point(),
               "[requires_grad_] only tensors of floating point dtype can require gradients, got ", dtype());
   AutogradMeta* meta = impl_->autograd_meta();
@@ -34,13 +34,13 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
     EMBER_CHECK(requires_grad, "[requires_grad_] you can only change requires_grad flags of leaf variables. If "
                 "you want to use a computed variable in a subgraph that doesn't require differentiation use "
                 "var_no_grad = var.detach().");
-    return *this;
+    return self_mut();
   }
   EMBER_CHECK(!requires_grad || !impl_->is_inference() || InferenceMode::is_enabled(),
               "[requires_grad_] Setting requires_grad=True on inference tensor outside InferenceMode is not allowed. "
               "clone() it outside InferenceMode first");
   if (requires_grad || meta) impl_->ensure_autograd_meta().requires_grad = requires_grad;
-  return *this;
+  return self_mut();
 }
 
 bool Tensor::is_leaf() const {
@@ -69,8 +69,8 @@ const Tensor& Tensor::grad() const {
   return meta ? meta->grad : kNoTensor;
 }
 
-Tensor& Tensor::mutable_grad() {
-  check_defined(*this, "mutable_grad");
+Tensor& Tensor::mutable_grad() const {
+  check_defined(self_mut(), "mutable_grad");
   return impl_->ensure_autograd_meta().grad;
 }
 
@@ -165,8 +165,8 @@ RemovableHandle Tensor::register_post_accumulate_grad_hook(std::function<void(co
   });
 }
 
-Tensor& Tensor::detach_() {
-  check_defined(*this, "detach_");
+Tensor& Tensor::detach_() const {
+  check_defined(self_mut(), "detach_");
   AutogradMeta* meta = impl_->autograd_meta();
   if (meta) {
     meta->grad_fn.reset();
@@ -174,7 +174,7 @@ Tensor& Tensor::detach_() {
     meta->output_nr = 0;
   }
   impl_->set_view_base(IntrusivePtr<TensorImpl>());
-  return *this;
+  return self_mut();
 }
 
 }  // namespace ember

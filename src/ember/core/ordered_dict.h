@@ -34,6 +34,9 @@ class OrderedDict {
   };
 
   OrderedDict() = default;
+  // key_description names the keys in error messages ("Parameter 'w' is not defined").
+  explicit OrderedDict(std::string key_description) : key_description_(std::move(key_description)) {}
+  const std::string& key_description() const { return key_description_; }
   OrderedDict(std::initializer_list<Item> items) {
     for (const Item& it : items) insert(it.key(), it.value());
   }
@@ -41,7 +44,7 @@ class OrderedDict {
   // Adds a new entry; a key that exists already is an error (use operator[] or
   // insert_or_assign to overwrite).
   Value& insert(const Key& key, Value value) {
-    EMBER_CHECK(index_.count(key) == 0, "[OrderedDict] Key '", key, "' already defined");
+    EMBER_CHECK(index_.count(key) == 0, "[OrderedDict] ", key_description_, " '", key, "' already defined");
     index_.emplace(key, items_.size());
     items_.emplace_back(key, std::move(value));
     return items_.back().value();
@@ -53,12 +56,12 @@ class OrderedDict {
   // The value for key; throws ember::Error naming the key when absent.
   Value& operator[](const Key& key) {
     auto it = index_.find(key);
-    EMBER_CHECK(it != index_.end(), "[OrderedDict] Key '", key, "' is not defined");
+    EMBER_CHECK(it != index_.end(), "[OrderedDict] ", key_description_, " '", key, "' is not defined");
     return items_[it->second].value();
   }
   const Value& operator[](const Key& key) const {
     auto it = index_.find(key);
-    EMBER_CHECK(it != index_.end(), "[OrderedDict] Key '", key, "' is not defined");
+    EMBER_CHECK(it != index_.end(), "[OrderedDict] ", key_description_, " '", key, "' is not defined");
     return items_[it->second].value();
   }
   Value* find(const Key& key) {
@@ -103,6 +106,26 @@ class OrderedDict {
     return out;
   }
   const std::vector<Item>& items() const { return items_; }
+  Item& front() {
+    EMBER_CHECK(!items_.empty(), "[OrderedDict] Called front() on an empty OrderedDict");
+    return items_.front();
+  }
+  const Item& front() const {
+    EMBER_CHECK(!items_.empty(), "[OrderedDict] Called front() on an empty OrderedDict");
+    return items_.front();
+  }
+  Item& back() {
+    EMBER_CHECK(!items_.empty(), "[OrderedDict] Called back() on an empty OrderedDict");
+    return items_.back();
+  }
+  const Item& back() const {
+    EMBER_CHECK(!items_.empty(), "[OrderedDict] Called back() on an empty OrderedDict");
+    return items_.back();
+  }
+  // Inserts every item of other (an error on a key already present).
+  void update(const OrderedDict& other) {
+    for (const Item& it : other.items_) insert(it.key(), it.value());
+  }
 
   auto begin() { return items_.begin(); }
   auto end() { return items_.end(); }
@@ -112,6 +135,7 @@ class OrderedDict {
  private:
   std::vector<Item> items_;
   std::unordered_map<Key, size_t> index_;
+  std::string key_description_ = "Key";
 };
 
 }  // namespace ember

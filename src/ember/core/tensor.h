@@ -108,7 +108,7 @@ class Tensor {
   // True for leaves marked with requires_grad_() and for results of ops on them.
   bool requires_grad() const;
   // Sets requires_grad on a leaf; only floating-point tensors can require gradients.
-  Tensor& requires_grad_(bool requires_grad = true);
+  Tensor& requires_grad_(bool requires_grad = true) const;
   Tensor& set_requires_grad(bool requires_grad) { return requires_grad_(requires_grad); }
   // A leaf has no grad_fn: made by the user, or by ops that did not record a graph.
   bool is_leaf() const;
@@ -119,7 +119,7 @@ class Tensor {
   uint32_t output_nr() const;
   // The gradient accumulated by backward (undefined until then).
   const Tensor& grad() const;
-  Tensor& mutable_grad();
+  Tensor& mutable_grad() const;
   void set_grad(const Tensor& grad);
   // Keep the gradient of a non-leaf in grad() during backward.
   void retain_grad() const;
@@ -130,6 +130,11 @@ class Tensor {
   // only those leaves accumulate (an empty list given explicitly is refused).
   void backward(const Tensor& gradient = {}, std::optional<bool> retain_graph = std::nullopt,
                 bool create_graph = false, const std::optional<std::vector<Tensor>>& inputs = std::nullopt) const;
+  // backward(g, retain, create, {x, y}): the inputs as a braced list, as libtorch accepts.
+  void backward(const Tensor& gradient, std::optional<bool> retain_graph, bool create_graph,
+                std::initializer_list<Tensor> inputs) const {
+    backward(gradient, retain_graph, create_graph, std::optional<std::vector<Tensor>>(std::vector<Tensor>(inputs)));
+  }
   // A hook on the gradient of this tensor, called during backward; returning a defined
   // tensor replaces the gradient.
   template <typename F>
@@ -144,12 +149,16 @@ class Tensor {
     }
   }
   RemovableHandle register_hook_impl(std::function<Tensor(const Tensor&)> hook) const;
+  // libtorch's spelling of handle.remove().
+  void remove_hook(RemovableHandle& handle) const { handle.remove(); }
   // Leaves only: called with the tensor after its grad() was updated (DDP uses these).
   RemovableHandle register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
   // Detaches in place: drops grad_fn and requires_grad.
-  Tensor& detach_();
+  Tensor& detach_() const;
   // Created inside InferenceMode.
   bool is_inference() const { return get().is_inference(); }
+  // True for a tensor made by a view op (shares a base's storage and version counter).
+  bool is_view() const { return get().view_base() != nullptr; }
   // libtorch's Tensor::data() / variable_data(): a tensor sharing the storage, without
   // autograd history and not requiring grad (like detach()).
   Tensor data() const { return detach(); }
@@ -210,29 +219,32 @@ class Tensor {
   Tensor to(Device device, DType dtype, bool non_blocking = false, bool copy = false) const;
   // Converted to other's dtype (and device).
   Tensor to(const Tensor& other, bool non_blocking = false, bool copy = false) const;
+  Tensor toType(DType dtype) const { return to(dtype); }
+  // Converted to other's dtype (libtorch's type_as).
+  Tensor type_as(const Tensor& other) const { return to(other, false, false); }
   // This machine has only the CPU: *this.
   Tensor cpu() const { return *this; }
 
   // ---- in-place writes (bump the version counter) ----
   // Copies src into *this, broadcasting src and converting its dtype.
-  Tensor& copy_(const Tensor& src);
-  Tensor& fill_(const Scalar& value);
-  Tensor& zero_();
+  Tensor& copy_(const Tensor& src) const;
+  Tensor& fill_(const Scalar& value) const;
+  Tensor& zero_() const;
   // Random in-place fills; gen defaults to the default generator.
-  Tensor& uniform_(double from = 0.0, double to = 1.0, Generator gen = {});
-  Tensor& normal_(double mean = 0.0, double std = 1.0, Generator gen = {});
-  Tensor& bernoulli_(double p = 0.5, Generator gen = {});
+  Tensor& uniform_(double from = 0.0, double to = 1.0, Generator gen = {}) const;
+  Tensor& normal_(double mean = 0.0, double std = 1.0, Generator gen = {}) const;
+  Tensor& bernoulli_(double p = 0.5, Generator gen = {}) const;
   // Integers uniform in [from, to).
-  Tensor& random_(int64_t from, int64_t to, Generator gen = {});
+  Tensor& random_(int64_t from, int64_t to, Generator gen = {}) const;
   // Integers uniform in [0, to).
-  Tensor& random_(int64_t to, Generator gen = {});
+  Tensor& random_(int64_t to, Generator gen = {}) const;
   // Integers uniform over [0, 2^mantissa] for floating dtypes, [0, max] for integer ones.
-  Tensor& random_(Generator gen = {});
+  Tensor& random_(Generator gen = {}) const;
   // Reshapes in place to contiguous `sizes`, growing the storage when it is too small
   // (libtorch's resize_; the values of new elements are unspecified). Refused for tensors
   // that require grad.
-  Tensor& resize_(IntArrayRef sizes);
-  Tensor& resize_as_(const Tensor& other) { return resize_(other.sizes()); }
+  Tensor& resize_(IntArrayRef sizes) const;
+  Tensor& resize_as_(const Tensor& other) const { return resize_(other.sizes()); }
 
   // ======== operations (declared here, implemented per family under src/ember/ops/) ========
   // ---- pointwise, unary (ops/pointwise.cpp); each has an in-place twin op_() ----
@@ -281,42 +293,42 @@ class Tensor {
   Tensor isnan() const;
   Tensor isinf() const;
   Tensor isfinite() const;
-  Tensor& neg_();
-  Tensor& abs_();
-  Tensor& sign_();
-  Tensor& exp_();
-  Tensor& exp2_();
-  Tensor& expm1_();
-  Tensor& log_();
-  Tensor& log2_();
-  Tensor& log10_();
-  Tensor& log1p_();
-  Tensor& sqrt_();
-  Tensor& rsqrt_();
-  Tensor& reciprocal_();
-  Tensor& sin_();
-  Tensor& cos_();
-  Tensor& tan_();
-  Tensor& asin_();
-  Tensor& acos_();
-  Tensor& atan_();
-  Tensor& sinh_();
-  Tensor& cosh_();
-  Tensor& tanh_();
-  Tensor& sigmoid_();
-  Tensor& relu_();
-  Tensor& erf_();
-  Tensor& erfinv_();
-  Tensor& floor_();
-  Tensor& ceil_();
-  Tensor& round_();
-  Tensor& trunc_();
-  Tensor& frac_();
-  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt);
-  Tensor& clamp_min_(const Scalar& min);
-  Tensor& clamp_max_(const Scalar& max);
+  Tensor& neg_() const;
+  Tensor& abs_() const;
+  Tensor& sign_() const;
+  Tensor& exp_() const;
+  Tensor& exp2_() const;
+  Tensor& expm1_() const;
+  Tensor& log_() const;
+  Tensor& log2_() const;
+  Tensor& log10_() const;
+  Tensor& log1p_() const;
+  Tensor& sqrt_() const;
+  Tensor& rsqrt_() const;
+  Tensor& reciprocal_() const;
+  Tensor& sin_() const;
+  Tensor& cos_() const;
+  Tensor& tan_() const;
+  Tensor& asin_() const;
+  Tensor& acos_() const;
+  Tensor& atan_() const;
+  Tensor& sinh_() const;
+  Tensor& cosh_() const;
+  Tensor& tanh_() const;
+  Tensor& sigmoid_() const;
+  Tensor& relu_() const;
+  Tensor& erf_() const;
+  Tensor& erfinv_() const;
+  Tensor& floor_() const;
+  Tensor& ceil_() const;
+  Tensor& round_() const;
+  Tensor& trunc_() const;
+  Tensor& frac_() const;
+  Tensor& clamp_(std::optional<Scalar> min, std::optional<Scalar> max = std::nullopt) const;
+  Tensor& clamp_min_(const Scalar& min) const;
+  Tensor& clamp_max_(const Scalar& max) const;
   Tensor& nan_to_num_(std::optional<double> nan = 0.0, std::optional<double> posinf = std::nullopt,
-                      std::optional<double> neginf = std::nullopt);
+                      std::optional<double> neginf = std::nullopt) const;
 
   // ---- pointwise, binary (ops/pointwise.cpp): broadcasting + type promotion ----
   Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
@@ -339,23 +351,23 @@ class Tensor {
   Tensor atan2(const Tensor& other) const;
   Tensor lerp(const Tensor& end, const Scalar& weight) const;
   Tensor lerp(const Tensor& end, const Tensor& weight) const;
-  Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
-  Tensor& add_(const Scalar& other, const Scalar& alpha = 1);
-  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
-  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1);
-  Tensor& mul_(const Tensor& other);
-  Tensor& mul_(const Scalar& other);
-  Tensor& div_(const Tensor& other, std::optional<std::string_view> rounding_mode = std::nullopt);
-  Tensor& div_(const Scalar& other, std::optional<std::string_view> rounding_mode = std::nullopt);
-  Tensor& remainder_(const Tensor& other);
-  Tensor& remainder_(const Scalar& other);
-  Tensor& fmod_(const Tensor& other);
-  Tensor& fmod_(const Scalar& other);
-  Tensor& pow_(const Tensor& exponent);
-  Tensor& pow_(const Scalar& exponent);
-  Tensor& atan2_(const Tensor& other);
-  Tensor& lerp_(const Tensor& end, const Scalar& weight);
-  Tensor& lerp_(const Tensor& end, const Tensor& weight);
+  Tensor& add_(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor& add_(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor& mul_(const Tensor& other) const;
+  Tensor& mul_(const Scalar& other) const;
+  Tensor& div_(const Tensor& other, std::optional<std::string_view> rounding_mode = std::nullopt) const;
+  Tensor& div_(const Scalar& other, std::optional<std::string_view> rounding_mode = std::nullopt) const;
+  Tensor& remainder_(const Tensor& other) const;
+  Tensor& remainder_(const Scalar& other) const;
+  Tensor& fmod_(const Tensor& other) const;
+  Tensor& fmod_(const Scalar& other) const;
+  Tensor& pow_(const Tensor& exponent) const;
+  Tensor& pow_(const Scalar& exponent) const;
+  Tensor& atan2_(const Tensor& other) const;
+  Tensor& lerp_(const Tensor& end, const Scalar& weight) const;
+  Tensor& lerp_(const Tensor& end, const Tensor& weight) const;
 
   // ---- comparison and logic (ops/pointwise.cpp): bool results ----
   Tensor eq(const Tensor& other) const;
@@ -462,27 +474,27 @@ class Tensor {
   // libtorch's index lists (ember/ops/tensor_indexing.h): x.index({Slice(1, None), 0, mask}).
   Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
   Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
-  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values);
-  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value);
-  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values);
-  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value);
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values) const;
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value) const;
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values) const;
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value) const;
   Tensor& index_put_(const std::vector<Tensor>& indices, const Tensor& values,
-                     bool accumulate = false);
+                     bool accumulate = false) const;
   Tensor nonzero() const;
   Tensor bincount(const Tensor& weights = {}, int64_t minlength = 0) const;
-  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src);
-  Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value);
-  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor& scatter_(int64_t dim, const Tensor& index, const Scalar& value) const;
+  Tensor& scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const;
   Tensor& scatter_reduce_(int64_t dim, const Tensor& index, const Tensor& src,
-                          std::string_view reduce, bool include_self = true);
+                          std::string_view reduce, bool include_self = true) const;
   Tensor& index_add_(int64_t dim, const Tensor& index, const Tensor& source,
-                     const Scalar& alpha = 1);
-  Tensor& index_copy_(int64_t dim, const Tensor& index, const Tensor& source);
-  Tensor& index_fill_(int64_t dim, const Tensor& index, const Scalar& value);
-  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
-  Tensor& masked_fill_(const Tensor& mask, const Tensor& value);
-  Tensor& index_fill_(int64_t dim, const Tensor& index, const Tensor& value);
-  Tensor& masked_scatter_(const Tensor& mask, const Tensor& source);
+                     const Scalar& alpha = 1) const;
+  Tensor& index_copy_(int64_t dim, const Tensor& index, const Tensor& source) const;
+  Tensor& index_fill_(int64_t dim, const Tensor& index, const Scalar& value) const;
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value) const;
+  Tensor& masked_fill_(const Tensor& mask, const Tensor& value) const;
+  Tensor& index_fill_(int64_t dim, const Tensor& index, const Tensor& value) const;
+  Tensor& masked_scatter_(const Tensor& mask, const Tensor& source) const;
 
   // ---- sorting and selection (ops/sort.cpp) ----
   std::tuple<Tensor, Tensor> sort(int64_t dim = -1, bool descending = false, bool stable = false) const;
@@ -502,6 +514,14 @@ class Tensor {
   Tensor& operator/=(const Scalar& o) { return div_(o); }
   Tensor operator-() const { return neg(); }
   // Assigning a number to a temporary view fills it, as in libtorch: x[0][1] = 2.5.
+  Tensor(const Tensor&) = default;
+  Tensor(Tensor&&) noexcept = default;
+  Tensor& operator=(const Tensor&) & = default;
+  Tensor& operator=(Tensor&&) & noexcept = default;
+  // Assigning to a temporary writes through it, as libtorch: x[0] = y and
+  // x.index({...}) = y copy y's values into the view (x[0] = 1.5 fills it).
+  Tensor& operator=(const Tensor& src) && { return copy_(src); }
+  Tensor& operator=(Tensor&& src) && { return copy_(src); }
   Tensor& operator=(const Scalar& value) && { return fill_(value); }
 
   std::string toString() const;
@@ -513,6 +533,9 @@ class Tensor {
     return *impl_;
   }
   [[noreturn]] static void throw_undefined();
+  // In-place methods are const, as libtorch's are: a Tensor is a handle, and writing
+  // through a const handle writes the shared data, not the handle.
+  Tensor& self_mut() const { return const_cast<Tensor&>(*this); }
 
   IntrusivePtr<TensorImpl> impl_;
 };
@@ -542,6 +565,9 @@ Tensor operator>(const Tensor& a, const Tensor& b);
 Tensor operator>(const Tensor& a, const Scalar& b);
 Tensor operator>=(const Tensor& a, const Tensor& b);
 Tensor operator>=(const Tensor& a, const Scalar& b);
+// a % b is remainder(a, b) (Python's modulo: the result takes the divisor's sign).
+Tensor operator%(const Tensor& a, const Tensor& b);
+Tensor operator%(const Tensor& a, const Scalar& b);
 
 // Prints like PyTorch's repr: tensor([[0., 1.], ...]), summarised past 1000 elements.
 std::ostream& operator<<(std::ostream& os, const Tensor& t);

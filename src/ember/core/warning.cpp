@@ -1,6 +1,7 @@
 #include "ember/core/warning.h"
 
 #include <cstdio>
+#include <atomic>
 #include <mutex>
 
 namespace ember {
@@ -23,6 +24,22 @@ void warn(const std::string& message) {
     return;
   }
   std::fprintf(stderr, "[ember warning] %s\n", message.c_str());
+}
+
+namespace {
+std::atomic<bool> g_warn_always{false};
+}  // namespace
+
+void set_warn_always(bool always) { g_warn_always.store(always, std::memory_order_relaxed); }
+bool warn_always() { return g_warn_always.load(std::memory_order_relaxed); }
+
+void warn_once(bool& flag, const std::string& message) {
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    if (flag && !warn_always()) return;
+    flag = true;
+  }
+  warn(message);
 }
 
 WarningHandler set_warning_handler(WarningHandler h) {

@@ -558,8 +558,9 @@ Tensor unfold(const Tensor& input, const UnfoldFuncOptions& o) {
 Tensor fold(const Tensor& input, const FoldFuncOptions& o) {
   OpScope scope("fold");
   const bool unb = input.dim() == 2;
-  EMBER_CHECK(input.dim() == 2 || input.dim() == 3, "[fold] expected a 2-D or 3-D input [N, C * kH * kW, L], got ",
-              input.sizes());
+  EMBER_CHECK(input.dim() == 2 || input.dim() == 3,
+              "[fold] Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported (got ", input.dim(),
+              "D): pass [N, C * kH * kW, L] or [C * kH * kW, L], got ", input.sizes());
   Tensor x = unb ? input.unsqueeze(0) : input;
   const int64_t kh = o.kernel_size()[0], kw = o.kernel_size()[1], K = kh * kw;
   EMBER_CHECK(x.size(1) % K == 0, "[fold] input dim 1 (", x.size(1), ") must be divisible by the kernel size ", kh,
@@ -689,6 +690,8 @@ Tensor affine_grid(const Tensor& theta, IntArrayRef size, bool align_corners) {
   OpScope scope("affine_grid");
   const bool two = size.size() == 4;
   EMBER_CHECK(two || size.size() == 5, "[affine_grid] size must be [N, C, H, W] or [N, C, D, H, W], got ", size);
+  EMBER_CHECK(std::all_of(size.begin(), size.end(), [](int64_t s) { return s > 0; }),
+              "[affine_grid] Expected non-zero, positive output size. Got ", size);
   const int64_t N = size[0];
   EMBER_CHECK(theta.dim() == 3 && theta.size(0) == N && theta.size(1) == (two ? 2 : 3) &&
                   theta.size(2) == (two ? 3 : 4),
@@ -913,8 +916,10 @@ Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& o) {
 Tensor group_norm(const Tensor& input, const GroupNormFuncOptions& o) {
   return group_norm(input, o.num_groups(), o.weight(), o.bias(), o.eps());
 }
-Tensor local_response_norm(const Tensor& input, const LocalResponseNormFuncOptions& o) {
+Tensor local_response_norm(const Tensor& input_, const LocalResponseNormFuncOptions& o) {
   OpScope scope("local_response_norm");
+  // Integer inputs are normalised in the default float dtype (the result of the division).
+  const Tensor input = input_.is_floating_point() ? input_ : input_.to(get_default_dtype());
   EMBER_CHECK(input.dim() >= 3, "[local_response_norm] expected an input of 3 or more dims [N, C, *], got ",
               input.sizes());
   const int64_t size = o.size();
@@ -937,7 +942,21 @@ Tensor normalize(const Tensor& input, NormalizeFuncOptions o) {
   return out;
 }
 Tensor embedding(const Tensor& input, const Tensor& weight, const EmbeddingFuncOptions& o) {
-  return embedding(input, weight, o.padding_idx(), o.max_norm(), o.norm_type());
+  Tensor out = embedding(input, weight, o.padding_idx(), o.max_norm(), o.norm_type());
+  if (o.scale_grad_by_freq() && out.requires_grad()) {
+    // Divides each looked-up row's gradient by how often its index occurs in input: the
+    // value is out's (the added term is exactly zero), the gradient flows through out / count.
+    const Tensor flat = input.reshape({-1});
+    Tensor count;
+    {
+      NoGradGuard no_grad;
+      count = bincount(flat, {}, weight.size(0)).index_select(0, flat).reshape(input.sizes()).unsqueeze(-1);
+      count = count.to(out.dtype());
+    }
+    const Tensor fixed = out.detach();
+    out = fixed + (out - fixed) / count;
+  }
+  return out;
 }
 Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingBagFuncOptions& o) {
   OpScope scope("embedding_bag");

@@ -13,6 +13,8 @@
 #include "ember/nn/modules/linear.h"
 #include "ember/nn/modules/normalization.h"
 #include "ember/nn/modules/pooling.h"
+#include "ember/nn/modules/rnn.h"
+#include "ember/nn/modules/attention.h"
 
 namespace ember::nn::detail {
 
@@ -35,7 +37,21 @@ const T* as(const Module& m) {
 
 // true when m is one of the layers below (and was printed).
 bool print_builtin(std::ostream& os, const Module& m) {
-  if (auto* p = as<LinearImpl>(m)) {
+  const auto cell = [&os](const char* name, const RNNCellOptions& o, bool has_nonlinearity) {
+    os << "torch::nn::" << name << "(" << o.input_size() << ", " << o.hidden_size();
+    if (!o.bias()) os << ", bias=false";
+    if (has_nonlinearity && o.nonlinearity() != "tanh") os << ", nonlinearity=kReLU";
+    os << ")";
+  };
+  if (auto* p = as<RNNCellImpl>(m)) {
+    cell("RNNCell", p->options, true);
+  } else if (auto* p = as<LSTMCellImpl>(m)) {
+    cell("LSTMCell", p->options, false);
+  } else if (auto* p = as<GRUCellImpl>(m)) {
+    cell("GRUCell", p->options, false);
+  } else if (as<MultiheadAttentionImpl>(m)) {
+    os << "torch::nn::MultiheadAttention";
+  } else if (auto* p = as<LinearImpl>(m)) {
     os << "torch::nn::Linear(in_features=" << p->options.in_features() << ", out_features=" << p->options.out_features()
        << ", bias=" << b(p->options.bias()) << ")";
   } else if (auto* p = as<BilinearImpl>(m)) {
@@ -57,6 +73,8 @@ bool print_builtin(std::ostream& os, const Module& m) {
     if (o.padding_idx()) os << ", padding_idx=" << *o.padding_idx();
     if (o.max_norm()) os << ", max_norm=" << *o.max_norm();
     if (o.norm_type() != 2) os << ", norm_type=" << o.norm_type();
+    if (o.scale_grad_by_freq()) os << ", scale_grad_by_freq=" << b(o.scale_grad_by_freq());
+    if (o.sparse()) os << ", sparse=" << b(o.sparse());
     os << ")";
   } else if (auto* p = as<DropoutImpl>(m)) {
     os << "torch::nn::Dropout(p=" << p->p << ", inplace=" << b(p->inplace) << ")";

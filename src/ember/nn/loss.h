@@ -53,7 +53,7 @@ class LossModule : public Module {
     explicit Name##Impl(Reduction r = Reduction::Mean) : LossModule(#Name) { reduction = r; } \
     explicit Name##Impl(const Name##Options& o) : Name##Impl(o.reduction()) {}                  \
     Tensor forward(const Tensor& input, const Tensor& target) override { return call; }       \
-    std::shared_ptr<Module> clone() const override { return std::make_shared<Name##Impl>(reduction); } \
+    std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override { return std::make_shared<Name##Impl>(reduction); } \
   };                                                                                           \
   EMBER_MODULE(Name)
 
@@ -66,6 +66,9 @@ class SmoothL1LossImpl : public LossModule {
   explicit SmoothL1LossImpl(Reduction r = Reduction::Mean, double beta = 1.0) : LossModule("SmoothL1Loss"), beta(beta) {
     reduction = r;
   }
+  // SmoothL1Loss(torch::kNone): a reduction tag alone.
+  template <typename Tag, typename = std::enable_if_t<std::is_class_v<Tag> && std::is_convertible_v<Tag, Reduction>>>
+  explicit SmoothL1LossImpl(Tag tag) : SmoothL1LossImpl(Reduction(tag)) {}
   explicit SmoothL1LossImpl(const SmoothL1LossOptions& o) : SmoothL1LossImpl(o.reduction(), o.beta()) {}
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::smooth_l1_loss(input, target, reduction, beta);
@@ -79,6 +82,9 @@ class HuberLossImpl : public LossModule {
   explicit HuberLossImpl(Reduction r = Reduction::Mean, double delta = 1.0) : LossModule("HuberLoss"), delta(delta) {
     reduction = r;
   }
+  // SmoothL1Loss(torch::kNone): a reduction tag alone.
+  template <typename Tag, typename = std::enable_if_t<std::is_class_v<Tag> && std::is_convertible_v<Tag, Reduction>>>
+  explicit HuberLossImpl(Tag tag) : HuberLossImpl(Reduction(tag)) {}
   explicit HuberLossImpl(const HuberLossOptions& o) : HuberLossImpl(o.reduction(), o.delta()) {}
   Tensor forward(const Tensor& input, const Tensor& target) override {
     return functional::huber_loss(input, target, reduction, delta);
@@ -120,7 +126,7 @@ class CrossEntropyLossImpl : public LossModule {
  public:
   explicit CrossEntropyLossImpl(const CrossEntropyLossOptions& options = {});
   Tensor forward(const Tensor& input, const Tensor& target) override;
-  std::shared_ptr<Module> clone() const override { return std::make_shared<CrossEntropyLossImpl>(options); }
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override { return std::make_shared<CrossEntropyLossImpl>(options); }
   CrossEntropyLossOptions options;
 };
 EMBER_MODULE(CrossEntropyLoss);
@@ -131,7 +137,7 @@ class NLLLossImpl : public LossModule {
   explicit NLLLossImpl(const NLLLossOptions& o)
       : NLLLossImpl(CrossEntropyLossOptions().weight(o.weight()).ignore_index(o.ignore_index()).reduction(o.reduction())) {}
   Tensor forward(const Tensor& input, const Tensor& target) override;
-  std::shared_ptr<Module> clone() const override { return std::make_shared<NLLLossImpl>(options); }
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override { return std::make_shared<NLLLossImpl>(options); }
   CrossEntropyLossOptions options;  // label_smoothing unused
 };
 EMBER_MODULE(NLLLoss);

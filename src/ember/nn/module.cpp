@@ -1,5 +1,7 @@
 #include "ember/nn/module.h"
 
+#include "ember/autograd/zero_grad_default.h"
+
 #include <cxxabi.h>
 
 #include <algorithm>
@@ -11,6 +13,7 @@
 
 #include "ember/autograd/grad_mode.h"
 #include "ember/core/check.h"
+#include "ember/core/warning.h"
 
 namespace ember::nn {
 
@@ -36,6 +39,39 @@ std::string shape_str(IntArrayRef s) {
 
 Module::Module() = default;
 Module::Module(std::string name) : name_(std::move(name)) {}
+
+Module::Module(const Module& other)
+    : std::enable_shared_from_this<Module>(),
+      training_(other.training_),
+      name_(other.name_),
+      params_(other.params_),
+      buffers_(other.buffers_),
+      non_persistent_(other.non_persistent_),
+      children_(other.children_),
+      pre_hooks_(other.pre_hooks_),
+      post_hooks_(other.post_hooks_),
+      next_hook_id_(other.next_hook_id_) {}
+
+Module& Module::operator=(const Module& other) {
+  if (this == &other) return *this;
+  training_ = other.training_;
+  name_ = other.name_;
+  params_ = other.params_;
+  buffers_ = other.buffers_;
+  non_persistent_ = other.non_persistent_;
+  children_ = other.children_;
+  pre_hooks_ = other.pre_hooks_;
+  post_hooks_ = other.post_hooks_;
+  next_hook_id_ = other.next_hook_id_;
+  return *this;
+}
+
+void Module::clear_registrations() {
+  params_ = {};
+  buffers_ = {};
+  non_persistent_.clear();
+  children_ = {};
+}
 
 const std::string& Module::name() const {
   if (name_.empty()) {
@@ -79,6 +115,9 @@ Tensor& Module::register_parameter(const std::string& name, Tensor tensor, bool 
     EMBER_CHECK(!tensor.requires_grad() || tensor.is_leaf(), "[nn.Module] parameter '", name,
                 "' must be a leaf tensor (it has a grad_fn); register a detach() of it, or compute it in forward");
     tensor.requires_grad_(requires_grad);
+  } else if (requires_grad) {
+    warn("[nn.Module] register_parameter('" + name + "') got an undefined tensor: Ignoring the "
+         "`requires_grad=true` function parameter (pass requires_grad=false to register a placeholder)");
   }
   return params_.insert_or_assign(name, std::move(tensor));
 }
@@ -199,7 +238,8 @@ void Module::to(DType dtype) {
   for (const auto& child : children_) child.value()->to(dtype);
 }
 
-void Module::zero_grad(bool set_to_none) {
+void Module::zero_grad(std::optional<bool> set_to_none_arg) {
+  const bool set_to_none = set_to_none_arg.value_or(zero_grad_sets_to_none());
   for (Tensor& p : parameters()) {
     Tensor& g = p.mutable_grad();
     if (!g.defined()) continue;
@@ -331,7 +371,7 @@ TensorList Module::run_with_hooks(const TensorList& inputs, const std::function<
   return out;
 }
 
-std::shared_ptr<Module> Module::clone() const {
+std::shared_ptr<Module> Module::clone(const std::optional<Device>& /*device*/) const {
   EMBER_ERROR("[nn.Module] clone() has not been implemented for ", this->name(),
               "; derive the module from nn::Cloneable<", this->name(), "Impl> and implement reset()");
 }
@@ -361,7 +401,7 @@ void Module::clone_into(Module& copy) const {
   copy.non_persistent_ = non_persistent_;
   for (const auto& item : children_) {
     if (auto* existing = copy.children_.find(item.key())) {
-      item.value()->clone_into(**existing);
+      (*existing)->assign_clone_of(*item.value());
     } else {
       copy.children_.insert(item.key(), item.value()->clone());
     }

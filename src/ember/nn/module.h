@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "ember/core/ordered_dict.h"
@@ -28,6 +29,7 @@
 namespace ember::nn {
 
 class Module;
+class AnyValue;
 
 // What load_state_dict found (strict=false returns it; strict=true throws if any list
 // is non-empty, naming every key).
@@ -51,8 +53,10 @@ class Module : public std::enable_shared_from_this<Module> {
   Module();
   explicit Module(std::string name);
   virtual ~Module();
-  Module(const Module&) = delete;
-  Module& operator=(const Module&) = delete;
+  // Copies share the parameters, buffers and submodules (libtorch's shallow copy); clone()
+  // is the deep copy. Hooks are copied; handles keep removing them from the original.
+  Module(const Module& other);
+  Module& operator=(const Module& other);
 
   // The type name shown when printing ("Linear", "Sequential", ...); for a module built
   // with the default constructor, its demangled class name.
@@ -85,6 +89,18 @@ class Module : public std::enable_shared_from_this<Module> {
   // Replaces a registered submodule (same name). Containers override it to keep their
   // own ordered lists in step (Sequential runs the new module in the old one's place).
   virtual void replace_module(const std::string& name, std::shared_ptr<Module> module);
+  // libtorch's forms, returning what they were given: `l1 = replace_module("l1", Linear(5, 6))`.
+  template <typename Holder, typename = decltype(std::declval<Holder>().ptr())>
+  Holder replace_module(const std::string& name, Holder holder) {
+    replace_module(name, std::static_pointer_cast<Module>(holder.ptr()));
+    return holder;
+  }
+  template <typename M>
+    requires(!std::is_same_v<M, Module>)
+  std::shared_ptr<M> replace_module(const std::string& name, std::shared_ptr<M> module) {
+    replace_module(name, std::static_pointer_cast<Module>(module));
+    return module;
+  }
 
   // ---- traversal ----
   std::vector<Tensor> parameters(bool recurse = true) const;
@@ -105,7 +121,8 @@ class Module : public std::enable_shared_from_this<Module> {
   // Converts floating-point parameters and buffers to dtype, in place of the old ones
   // (the tensors keep their identity, so optimizers built before still see them).
   virtual void to(DType dtype);
-  void zero_grad(bool set_to_none = true);
+  // set_to_none unset: ember::zero_grad_sets_to_none() (true unless ember/torch.h is included).
+  void zero_grad(std::optional<bool> set_to_none = std::nullopt);
   // Calls fn on this module and every descendant.
   void apply(const std::function<void(Module&)>& fn);
   void apply(const std::function<void(Module&, const std::string& qualified_name)>& fn,
@@ -124,7 +141,9 @@ class Module : public std::enable_shared_from_this<Module> {
   // ---- copies and printing ----
   // A deep copy (new parameters and buffers with the same values). Modules built from
   // Cloneable<T> support it; others throw.
-  virtual std::shared_ptr<Module> clone() const;
+  // A deep copy (parameters and buffers copied). device: ember runs on the CPU only, so it
+  // is accepted for libtorch compatibility and must be the CPU when given.
+  virtual std::shared_ptr<Module> clone(const std::optional<Device>& device = std::nullopt) const;
   // One line describing this module's options, e.g. "in_features=784, out_features=10".
   virtual std::string extra_repr() const { return ""; }
   // The tree as PyTorch (Python) prints it: "Linear(in_features=3, out_features=4, bias=True)".
@@ -155,6 +174,11 @@ class Module : public std::enable_shared_from_this<Module> {
   }
 
   // Direct access (as libtorch: module.named_parameters(false) for own ones).
+  // AnyModule's view of forward()'s default arguments (FORWARD_HAS_DEFAULT_ARGS overrides).
+  virtual bool _forward_has_default_args();
+  virtual unsigned int _forward_num_required_args();
+  virtual std::vector<AnyValue> _forward_populate_default_args(std::vector<AnyValue>&& arguments);
+
   bool has_parameter(const std::string& name) const { return params_.contains(name); }
   bool has_buffer(const std::string& name) const { return buffers_.contains(name); }
 
@@ -165,6 +189,13 @@ class Module : public std::enable_shared_from_this<Module> {
   bool has_hooks() const { return !pre_hooks_.empty() || !post_hooks_.empty(); }
   // Used by clone(): copies this module's tensors and children into `copy`.
   void clone_into(Module& copy) const;
+  // The registered submodules themselves (stable: containers iterate them).
+  const OrderedDict<std::string, std::shared_ptr<Module>>& children_dict() const { return children_; }
+  // Makes *this a deep copy of other (same type): Cloneable assigns a full clone, so that
+  // members that are not tensors are copied too; otherwise only the tensor values.
+  virtual void assign_clone_of(const Module& other) { other.clone_into(*this); }
+  // Forgets every registered parameter, buffer and submodule (before reset() re-creates them).
+  void clear_registrations();
 
   bool training_ = true;
 
@@ -208,10 +239,31 @@ class Cloneable : public Module {
   using Module::Module;
   // (Re)creates parameters and submodules from the options.
   virtual void reset() = 0;
-  std::shared_ptr<Module> clone() const override {
-    auto copy = std::make_shared<Derived>(static_cast<const Derived&>(*this).options);
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override {
+    const auto& self = static_cast<const Derived&>(*this);
+    std::shared_ptr<Derived> copy;
+    if constexpr (requires { Derived(self.options); }) {
+      copy = std::make_shared<Derived>(self.options);
+    } else {
+      // libtorch's way for modules without options: copy, then let reset() register fresh
+      // parameters and submodules, whose values clone_into then copies.
+      copy = std::make_shared<Derived>(self);
+      copy->clear_registrations();
+      copy->reset();
+    }
     clone_into(*copy);
     return copy;
+  }
+
+ protected:
+  void assign_clone_of(const Module& other) override {
+    if constexpr (std::is_copy_assignable_v<Derived>) {
+      if (auto c = std::dynamic_pointer_cast<Derived>(other.clone())) {
+        static_cast<Derived&>(*this) = *c;
+        return;
+      }
+    }
+    Module::assign_clone_of(other);
   }
 };
 
@@ -231,7 +283,7 @@ class ModuleHolder {
   Impl* operator->() const { return get(); }
   Impl& operator*() const { return *get(); }
   Impl* get() const {
-    EMBER_CHECK(impl_ != nullptr, "[nn] accessing an empty module holder (constructed with nullptr); assign a "
+    EMBER_CHECK(impl_ != nullptr, "[nn] Accessing empty ModuleHolder (it was constructed with nullptr); assign a "
                                   "module to it first");
     return impl_.get();
   }

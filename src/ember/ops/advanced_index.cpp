@@ -386,8 +386,8 @@ IndexPlan make_plan(const Tensor& self, const std::vector<Tensor>& indices, cons
     for (int64_t b = 0; b < nb; ++b) {
       int64_t v = p[b];
       EMBER_CHECK(v >= -size && v < size, "[", op, "] index ", v,
-                  " is out of bounds for dimension ", orig[d] < 0 ? 0 : orig[d], " with size ",
-                  size);
+                  " is out of bounds for dimension ", orig[d] < 0 ? 0 : orig[d], " with size ", size,
+                  size == 0 ? " (index is out of bounds for dimension with size 0)" : "");
       if (v < 0) v += size;
       plan.offsets[b] += v * stride;
     }
@@ -537,10 +537,10 @@ Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
   return ember::masked_fill(*this, mask, value);
 }
 
-Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) {
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
   OpScope scope("masked_fill_");
-  masked_fill_op_(*this, mask, value, Tensor());
-  return *this;
+  masked_fill_op_(self_mut(), mask, value, Tensor());
+  return self_mut();
 }
 
 Tensor& masked_fill_(Tensor& t, const Tensor& mask, const Tensor& value) {
@@ -574,23 +574,23 @@ Tensor Tensor::masked_scatter(const Tensor& mask, const Tensor& source) const {
   return masked_scatter_copy(*this, mask, source);
 }
 
-Tensor& Tensor::masked_scatter_(const Tensor& mask, const Tensor& source) {
+Tensor& Tensor::masked_scatter_(const Tensor& mask, const Tensor& source) const {
   OpScope scope("masked_scatter_");
-  check_defined(*this, "masked_scatter_", "self");
+  check_defined(self_mut(), "masked_scatter_", "self");
   check_mask(mask, "masked_scatter_");
-  check_mask_broadcasts_to(mask, *this, "masked_scatter_");
-  check_no_internal_overlap(*this, "masked_scatter_");
+  check_mask_broadcasts_to(mask, self_mut(), "masked_scatter_");
+  check_no_internal_overlap(self_mut(), "masked_scatter_");
   auto run = [&] {
-    masked_scatter_into(*this, mask, source, "masked_scatter_");
+    masked_scatter_into(self_mut(), mask, source, "masked_scatter_");
     bump_version();
   };
-  if (autograd::needs_grad(*this, source)) {
-    autograd::fn::masked_scatter_(*this, mask, source, run);
-    return *this;
+  if (autograd::needs_grad(self_mut(), source)) {
+    autograd::fn::masked_scatter_(self_mut(), mask, source, run);
+    return self_mut();
   }
-  autograd::check_inplace_cheap(*this, "masked_scatter_");
+  autograd::check_inplace_cheap(self_mut(), "masked_scatter_");
   run();
-  return *this;
+  return self_mut();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -683,7 +683,7 @@ Tensor Tensor::index(const std::vector<Tensor>& indices) const {
 }
 
 Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& values,
-                           bool accumulate) {
+                           bool accumulate) const {
   OpScope scope("index_put_");
   constexpr const char* op = "index_put_";
   EMBER_CHECK(defined(), "[", op, "] self is an undefined tensor");
@@ -691,24 +691,27 @@ Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& val
   EMBER_CHECK(values.dtype() == dtype(), "[", op,
               "] index put requires the source and destination dtypes match, got ", dtype(),
               " for the destination and ", values.dtype(), " for the source");
-  check_no_internal_overlap(*this, op);
-  if (autograd::needs_grad(*this, values)) {
-    autograd::fn::index_put_(*this, indices, values, accumulate,
+  check_no_internal_overlap(self_mut(), op);
+  if (autograd::needs_grad(self_mut(), values)) {
+    autograd::fn::index_put_(self_mut(), indices, values, accumulate,
                              [&] { index_put_(indices, values, accumulate); });
-    return *this;
+    return self_mut();
   }
-  autograd::check_inplace_cheap(*this, op);
-  const IndexPlan plan = make_plan(*this, indices, op);
+  autograd::check_inplace_cheap(self_mut(), op);
+  const IndexPlan plan = make_plan(self_mut(), indices, op);
   const IntArrayRef rs = plan.result_shape;
-  bool ok = values.dim() <= static_cast<int64_t>(rs.size());
-  for (int64_t i = 0; ok && i < values.dim(); ++i) {
-    const int64_t v = values.sizes()[i], t = rs[rs.size() - values.dim() + i];
+  // Leading size-1 dims of values beyond the result's rank are dropped (as PyTorch does).
+  Tensor vals = values;
+  while (vals.dim() > static_cast<int64_t>(rs.size()) && vals.size(0) == 1) vals = vals.squeeze(0);
+  bool ok = vals.dim() <= static_cast<int64_t>(rs.size());
+  for (int64_t i = 0; ok && i < vals.dim(); ++i) {
+    const int64_t v = vals.sizes()[i], t = rs[rs.size() - vals.dim() + i];
     ok = v == t || v == 1;
   }
   EMBER_CHECK(ok, "[", op, "] shape mismatch: value tensor of shape ", values.sizes(),
               " cannot be broadcast to indexing result of shape ", rs);
   if (product(rs) > 0) {
-    const Tensor src = unaliased(values, *this).expand(rs);
+    const Tensor src = unaliased(vals, self_mut()).expand(rs);
     const int64_t nb = static_cast<int64_t>(plan.offsets.size());
     const int64_t nbd = static_cast<int64_t>(plan.bshape.size());
     // Offsets of values for each position of B (row-major), from its strides there.
@@ -748,7 +751,7 @@ Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& val
     });
   }
   bump_version();
-  return *this;
+  return self_mut();
 }
 
 }  // namespace ember

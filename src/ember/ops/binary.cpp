@@ -281,24 +281,24 @@ Tensor Tensor::fmod(const Scalar& o) const { return ember::fmod(*this, o); }
 Tensor Tensor::pow(const Tensor& e) const { return ember::pow(*this, e); }
 Tensor Tensor::pow(const Scalar& e) const { return ember::pow(*this, e); }
 
-Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) { return binary_inplace_t("add_", BinaryOp::Add, *this, o, alpha); }
-Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) { return binary_inplace_s("add_", BinaryOp::Add, *this, o, alpha); }
-Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) { return binary_inplace_t("sub_", BinaryOp::Sub, *this, o, alpha); }
-Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) { return binary_inplace_s("sub_", BinaryOp::Sub, *this, o, alpha); }
-Tensor& Tensor::mul_(const Tensor& o) { return binary_inplace_t("mul_", BinaryOp::Mul, *this, o); }
-Tensor& Tensor::mul_(const Scalar& o) { return binary_inplace_s("mul_", BinaryOp::Mul, *this, o); }
-Tensor& Tensor::div_(const Tensor& o, std::optional<std::string_view> m) {
-  return binary_inplace_t("div_", div_op("div_", m), *this, o);
+Tensor& Tensor::add_(const Tensor& o, const Scalar& alpha) const { return binary_inplace_t("add_", BinaryOp::Add, self_mut(), o, alpha); }
+Tensor& Tensor::add_(const Scalar& o, const Scalar& alpha) const { return binary_inplace_s("add_", BinaryOp::Add, self_mut(), o, alpha); }
+Tensor& Tensor::sub_(const Tensor& o, const Scalar& alpha) const { return binary_inplace_t("sub_", BinaryOp::Sub, self_mut(), o, alpha); }
+Tensor& Tensor::sub_(const Scalar& o, const Scalar& alpha) const { return binary_inplace_s("sub_", BinaryOp::Sub, self_mut(), o, alpha); }
+Tensor& Tensor::mul_(const Tensor& o) const { return binary_inplace_t("mul_", BinaryOp::Mul, self_mut(), o); }
+Tensor& Tensor::mul_(const Scalar& o) const { return binary_inplace_s("mul_", BinaryOp::Mul, self_mut(), o); }
+Tensor& Tensor::div_(const Tensor& o, std::optional<std::string_view> m) const {
+  return binary_inplace_t("div_", div_op("div_", m), self_mut(), o);
 }
-Tensor& Tensor::div_(const Scalar& o, std::optional<std::string_view> m) {
-  return binary_inplace_s("div_", div_op("div_", m), *this, o);
+Tensor& Tensor::div_(const Scalar& o, std::optional<std::string_view> m) const {
+  return binary_inplace_s("div_", div_op("div_", m), self_mut(), o);
 }
-Tensor& Tensor::remainder_(const Tensor& o) { return binary_inplace_t("remainder_", BinaryOp::Remainder, *this, o); }
-Tensor& Tensor::remainder_(const Scalar& o) { return binary_inplace_s("remainder_", BinaryOp::Remainder, *this, o); }
-Tensor& Tensor::fmod_(const Tensor& o) { return binary_inplace_t("fmod_", BinaryOp::Fmod, *this, o); }
-Tensor& Tensor::fmod_(const Scalar& o) { return binary_inplace_s("fmod_", BinaryOp::Fmod, *this, o); }
-Tensor& Tensor::pow_(const Tensor& e) { return binary_inplace_t("pow_", BinaryOp::Pow, *this, e); }
-Tensor& Tensor::pow_(const Scalar& e) { return binary_inplace_s("pow_", BinaryOp::Pow, *this, e); }
+Tensor& Tensor::remainder_(const Tensor& o) const { return binary_inplace_t("remainder_", BinaryOp::Remainder, self_mut(), o); }
+Tensor& Tensor::remainder_(const Scalar& o) const { return binary_inplace_s("remainder_", BinaryOp::Remainder, self_mut(), o); }
+Tensor& Tensor::fmod_(const Tensor& o) const { return binary_inplace_t("fmod_", BinaryOp::Fmod, self_mut(), o); }
+Tensor& Tensor::fmod_(const Scalar& o) const { return binary_inplace_s("fmod_", BinaryOp::Fmod, self_mut(), o); }
+Tensor& Tensor::pow_(const Tensor& e) const { return binary_inplace_t("pow_", BinaryOp::Pow, self_mut(), e); }
+Tensor& Tensor::pow_(const Scalar& e) const { return binary_inplace_s("pow_", BinaryOp::Pow, self_mut(), e); }
 
 // ---- the table's (tensor, tensor) ops with generated definitions (Note [Element-wise op table]) ----
 #define EMBER_BINARY_API_Custom(Id, name)
@@ -309,7 +309,7 @@ Tensor& Tensor::pow_(const Scalar& e) { return binary_inplace_s("pow_", BinaryOp
   Tensor Tensor::name(const Tensor& o) const { return ember::name(*this, o); }
 #define EMBER_BINARY_API_Full(Id, name) \
   EMBER_BINARY_API_Method(Id, name)     \
-  Tensor& Tensor::name##_(const Tensor& o) { return binary_inplace_t(#name "_", BinaryOp::Id, *this, o); }
+  Tensor& Tensor::name##_(const Tensor& o) const { return binary_inplace_t(#name "_", BinaryOp::Id, self_mut(), o); }
 #define EMBER_BINARY(Id, name, kind, api, ...) EMBER_BINARY_API_##api(Id, name)
 #include "ember/ops/pointwise_ops.h"
 
@@ -376,13 +376,13 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Scalar& weight) {
 }
 Tensor Tensor::lerp(const Tensor& end, const Scalar& w) const { return ember::lerp(*this, end, w); }
 Tensor Tensor::lerp(const Tensor& end, const Tensor& w) const { return ember::lerp(*this, end, w); }
-Tensor& Tensor::lerp_(const Tensor& end, const Tensor& w) {
-  Tensor r = ember::lerp(*this, end, w);
+Tensor& Tensor::lerp_(const Tensor& end, const Tensor& w) const {
+  Tensor r = ember::lerp(self_mut(), end, w);
   EMBER_CHECK(r.sizes() == sizes(), "[lerp_] output with shape ", sizes(),
               " doesn't match the broadcast shape ", r.sizes());
   return copy_(r);
 }
-Tensor& Tensor::lerp_(const Tensor& end, const Scalar& w) {
+Tensor& Tensor::lerp_(const Tensor& end, const Scalar& w) const {
   return lerp_(end, scalar_tensor(w, TensorOptions(dtype())));
 }
 
@@ -452,6 +452,8 @@ Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
 Tensor operator>(const Tensor& a, const Scalar& b) { return gt(a, b); }
 Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
 Tensor operator>=(const Tensor& a, const Scalar& b) { return ge(a, b); }
+Tensor operator%(const Tensor& a, const Tensor& b) { return a.remainder(b); }
+Tensor operator%(const Tensor& a, const Scalar& b) { return a.remainder(b); }
 
 }  // namespace ember
 

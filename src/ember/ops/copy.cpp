@@ -11,7 +11,7 @@
 namespace ember {
 
 
-Tensor& Tensor::copy_(const Tensor& src) {
+Tensor& Tensor::copy_(const Tensor& src) const {
   EMBER_CHECK(defined() && src.defined(), "[copy_] called with an undefined tensor");
   EMBER_CHECK(src.dim() <= dim(), "[copy_] source of sizes ", src.sizes(),
               " cannot be broadcast to destination sizes ", sizes());
@@ -21,39 +21,39 @@ Tensor& Tensor::copy_(const Tensor& src) {
                 " cannot be broadcast to destination sizes ", sizes(), " (dimension ", i,
                 " of the source has size ", s, ", destination has ", d, ")");
   }
-  check_no_internal_overlap(*this, "copy_");
+  check_no_internal_overlap(self_mut(), "copy_");
   EMBER_CHECK(device() == src.device(), "[copy_] expected both tensors on the same device, got ",
               device(), " and ", src.device());
-  if (autograd::needs_grad(*this, src)) {
-    autograd::fn::copy_(*this, src, [&] { copy_(src); });
-    return *this;
+  if (autograd::needs_grad(self_mut(), src)) {
+    autograd::fn::copy_(self_mut(), src, [&] { copy_(src); });
+    return self_mut();
   }
-  autograd::check_inplace_cheap(*this, "copy_");
-  if (!(dtype() == src.dtype() && is_same_view(*this, src)) && numel() > 0) {
-    if (may_overlap(*this, src)) {
-      kernels::cpu::copy(*this, src.clone());
+  autograd::check_inplace_cheap(self_mut(), "copy_");
+  if (!(dtype() == src.dtype() && is_same_view(self_mut(), src)) && numel() > 0) {
+    if (may_overlap(self_mut(), src)) {
+      kernels::cpu::copy(self_mut(), src.clone());
     } else {
-      kernels::cpu::copy(*this, src);
+      kernels::cpu::copy(self_mut(), src);
     }
   }
   bump_version();
-  return *this;
+  return self_mut();
 }
 
-Tensor& Tensor::fill_(const Scalar& value) {
+Tensor& Tensor::fill_(const Scalar& value) const {
   EMBER_CHECK(defined(), "[fill_] called on an undefined tensor");
-  check_no_internal_overlap(*this, "fill_");
-  if (autograd::needs_grad(*this)) {
-    autograd::fn::fill_(*this, [&] { fill_(value); });
-    return *this;
+  check_no_internal_overlap(self_mut(), "fill_");
+  if (autograd::needs_grad(self_mut())) {
+    autograd::fn::fill_(self_mut(), [&] { fill_(value); });
+    return self_mut();
   }
-  autograd::check_inplace_cheap(*this, "fill_");
-  kernels::cpu::fill(*this, value);
+  autograd::check_inplace_cheap(self_mut(), "fill_");
+  kernels::cpu::fill(self_mut(), value);
   bump_version();
-  return *this;
+  return self_mut();
 }
 
-Tensor& Tensor::zero_() { return fill_(0); }
+Tensor& Tensor::zero_() const { return fill_(0); }
 
 Tensor Tensor::contiguous() const {
   jit::detail::TraceOp trace("contiguous");

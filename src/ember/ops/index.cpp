@@ -725,30 +725,30 @@ Tensor Tensor::scatter_reduce(int64_t dim, const Tensor& index, const Tensor& sr
                     "scatter_reduce");
 }
 
-Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) {
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) const {
   OpScope scope("scatter_");
-  scatter_op_(ScatterKind::Src, *this, dim, index, src, Scalar(), "", true, "scatter_");
-  return *this;
+  scatter_op_(ScatterKind::Src, self_mut(), dim, index, src, Scalar(), "", true, "scatter_");
+  return self_mut();
 }
 
-Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Scalar& value) {
+Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Scalar& value) const {
   OpScope scope("scatter_");
-  scatter_op_(ScatterKind::Value, *this, dim, index, Tensor(), value, "", true, "scatter_");
-  return *this;
+  scatter_op_(ScatterKind::Value, self_mut(), dim, index, Tensor(), value, "", true, "scatter_");
+  return self_mut();
 }
 
-Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) {
+Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const {
   OpScope scope("scatter_add_");
-  scatter_op_(ScatterKind::Add, *this, dim, index, src, Scalar(), "", true, "scatter_add_");
-  return *this;
+  scatter_op_(ScatterKind::Add, self_mut(), dim, index, src, Scalar(), "", true, "scatter_add_");
+  return self_mut();
 }
 
 Tensor& Tensor::scatter_reduce_(int64_t dim, const Tensor& index, const Tensor& src,
-                                std::string_view reduce, bool include_self) {
+                                std::string_view reduce, bool include_self) const {
   OpScope scope("scatter_reduce_");
-  scatter_op_(ScatterKind::Reduce, *this, dim, index, src, Scalar(), reduce, include_self,
+  scatter_op_(ScatterKind::Reduce, self_mut(), dim, index, src, Scalar(), reduce, include_self,
               "scatter_reduce_");
-  return *this;
+  return self_mut();
 }
 
 // ---------------------------------------------------------------------------------------
@@ -779,22 +779,22 @@ Tensor index_fill(const Tensor& t, int64_t dim, const Tensor& index, const Tenso
 }
 
 Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& source,
-                           const Scalar& alpha) {
+                           const Scalar& alpha) const {
   OpScope scope("index_add_");
-  index_func_op_(IndexOp::Add, *this, dim, index, source, alpha, Tensor(), "index_add_");
-  return *this;
+  index_func_op_(IndexOp::Add, self_mut(), dim, index, source, alpha, Tensor(), "index_add_");
+  return self_mut();
 }
 
-Tensor& Tensor::index_copy_(int64_t dim, const Tensor& index, const Tensor& source) {
+Tensor& Tensor::index_copy_(int64_t dim, const Tensor& index, const Tensor& source) const {
   OpScope scope("index_copy_");
-  index_func_op_(IndexOp::Copy, *this, dim, index, source, Scalar(), Tensor(), "index_copy_");
-  return *this;
+  index_func_op_(IndexOp::Copy, self_mut(), dim, index, source, Scalar(), Tensor(), "index_copy_");
+  return self_mut();
 }
 
-Tensor& Tensor::index_fill_(int64_t dim, const Tensor& index, const Scalar& value) {
+Tensor& Tensor::index_fill_(int64_t dim, const Tensor& index, const Scalar& value) const {
   OpScope scope("index_fill_");
-  index_func_op_(IndexOp::Fill, *this, dim, index, Tensor(), value, Tensor(), "index_fill_");
-  return *this;
+  index_func_op_(IndexOp::Fill, self_mut(), dim, index, Tensor(), value, Tensor(), "index_fill_");
+  return self_mut();
 }
 
 Tensor& index_fill_(Tensor& t, int64_t dim, const Tensor& index, const Tensor& value) {
@@ -862,8 +862,8 @@ Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const { retu
 Tensor Tensor::index_fill(int64_t dim, const Tensor& index, const Tensor& value) const {
   return ember::index_fill(*this, dim, index, value);
 }
-Tensor& Tensor::masked_fill_(const Tensor& mask, const Tensor& value) { return ember::masked_fill_(*this, mask, value); }
-Tensor& Tensor::index_fill_(int64_t dim, const Tensor& index, const Tensor& value) {
-  return ember::index_fill_(*this, dim, index, value);
+Tensor& Tensor::masked_fill_(const Tensor& mask, const Tensor& value) const { return ember::masked_fill_(self_mut(), mask, value); }
+Tensor& Tensor::index_fill_(int64_t dim, const Tensor& index, const Tensor& value) const {
+  return ember::index_fill_(self_mut(), dim, index, value);
 }
 }  // namespace ember

@@ -150,62 +150,62 @@ void mt_normal(Tensor& self, Generator& gen, double mean, double std) {
 
 }  // namespace
 
-Tensor& Tensor::uniform_(double from, double to, Generator gen) {
+Tensor& Tensor::uniform_(double from, double to, Generator gen) const {
   detail::OpNameScope scope("uniform_");
   EMBER_CHECK(is_floating_point(), "[uniform_] expected a floating-point tensor, got dtype ", dtype());
   EMBER_CHECK(from <= to, "[uniform_] expects to return a [from, to) range, but found from=", from,
               " > to=", to);
   EMBER_CHECK(std::isfinite(to - from), "[uniform_] the range [", from, ", ", to, ") is not finite");
   if (is_mt(gen)) {
-    if (numel() == 0) return *this;
+    if (numel() == 0) return self_mut();
     kernels::dispatch_floating(dtype(), "uniform_", [&](auto tag) {
       using T = typename decltype(tag)::type;
       const double f = kernels::convert<double>(kernels::convert<T>(from));
       const double t = kernels::convert<double>(kernels::convert<T>(to));
-      mt_fill<T>(*this, gen, [&](GeneratorImpl& g) { return kernels::convert<T>(mt_uniform01<T>(g) * (t - f) + f); });
+      mt_fill<T>(self_mut(), gen, [&](GeneratorImpl& g) { return kernels::convert<T>(mt_uniform01<T>(g) * (t - f) + f); });
     });
-    return *this;
+    return self_mut();
   }
-  return fill_random(*this, "uniform_", [&](const Tensor& t) {
+  return fill_random(self_mut(), "uniform_", [&](const Tensor& t) {
     kernels::cpu::uniform(t, from, to, reserve(gen, t.numel(), kernels::cpu::random_values_per_block(t.dtype())));
   });
 }
 
-Tensor& Tensor::normal_(double mean, double std, Generator gen) {
+Tensor& Tensor::normal_(double mean, double std, Generator gen) const {
   detail::OpNameScope scope("normal_");
   EMBER_CHECK(is_floating_point(), "[normal_] expected a floating-point tensor, got dtype ", dtype());
   EMBER_CHECK(std >= 0.0, "[normal_] expects std >= 0.0, but found std ", std);
   if (is_mt(gen)) {
-    if (numel() == 0) return *this;
+    if (numel() == 0) return self_mut();
     kernels::dispatch_floating(dtype(), "normal_", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      mt_normal<T>(*this, gen, mean, std);
+      mt_normal<T>(self_mut(), gen, mean, std);
     });
-    return *this;
+    return self_mut();
   }
-  return fill_random(*this, "normal_", [&](const Tensor& t) {
+  return fill_random(self_mut(), "normal_", [&](const Tensor& t) {
     kernels::cpu::normal(t, mean, std, reserve(gen, t.numel(), kernels::cpu::random_values_per_block(t.dtype())));
   });
 }
 
-Tensor& Tensor::bernoulli_(double p, Generator gen) {
+Tensor& Tensor::bernoulli_(double p, Generator gen) const {
   detail::OpNameScope scope("bernoulli_");
   EMBER_CHECK(p >= 0.0 && p <= 1.0, "[bernoulli_] expects 0 <= p <= 1, but got p = ", p);
   if (is_mt(gen)) {
     EMBER_CHECK(defined(), "[bernoulli_] called on an undefined tensor");
-    if (numel() == 0) return *this;
+    if (numel() == 0) return self_mut();
     kernels::dispatch_all(dtype(), "bernoulli_", [&](auto tag) {
       using T = typename decltype(tag)::type;
-      mt_fill<T>(*this, gen, [&](GeneratorImpl& g) { return kernels::convert<T>(mt_uniform01<double>(g) < p ? 1 : 0); });
+      mt_fill<T>(self_mut(), gen, [&](GeneratorImpl& g) { return kernels::convert<T>(mt_uniform01<double>(g) < p ? 1 : 0); });
     });
-    return *this;
+    return self_mut();
   }
-  return fill_random(*this, "bernoulli_", [&](const Tensor& t) {
+  return fill_random(self_mut(), "bernoulli_", [&](const Tensor& t) {
     kernels::cpu::bernoulli(t, p, reserve(gen, t.numel(), kernels::cpu::random_values_per_block(t.dtype())));
   });
 }
 
-Tensor& Tensor::random_(int64_t from, int64_t to, Generator gen) {
+Tensor& Tensor::random_(int64_t from, int64_t to, Generator gen) const {
   detail::OpNameScope scope("random_");
   EMBER_CHECK(from < to, "[random_] expects 'from' to be less than 'to', but got from=", from,
               " >= to=", to);
@@ -225,34 +225,34 @@ Tensor& Tensor::random_(int64_t from, int64_t to, Generator gen) {
   const uint64_t range = static_cast<uint64_t>(to) - static_cast<uint64_t>(from);
   if (is_mt(gen)) {
     EMBER_CHECK(defined(), "[random_] called on an undefined tensor");
-    if (numel() == 0) return *this;
+    if (numel() == 0) return self_mut();
     kernels::dispatch_all(dtype(), "random_", [&](auto tag) {
       using T = typename decltype(tag)::type;
       constexpr bool wide = std::is_same_v<T, int64_t> || std::is_same_v<T, double> ||
                             std::is_same_v<T, float> || std::is_same_v<T, BFloat16>;
       const bool use64 = wide && range >= (uint64_t{1} << 32);
-      mt_fill<T>(*this, gen, [&](GeneratorImpl& g) {
+      mt_fill<T>(self_mut(), gen, [&](GeneratorImpl& g) {
         const uint64_t bits = use64 ? g.random64() : g.random32();
         return kernels::convert<T>(static_cast<int64_t>(bits % range + static_cast<uint64_t>(from)));
       });
     });
-    return *this;
+    return self_mut();
   }
-  return fill_random(*this, "random_", [&](const Tensor& t) {
+  return fill_random(self_mut(), "random_", [&](const Tensor& t) {
     kernels::cpu::random_int(t, from, to,
                              reserve(gen, t.numel(), kernels::cpu::random_values_per_block(t.dtype(), range)));
   });
 }
 
-Tensor& Tensor::random_(int64_t to, Generator gen) {
+Tensor& Tensor::random_(int64_t to, Generator gen) const {
   detail::OpNameScope scope("random_");
   return random_(0, to, gen);
 }
 
-Tensor& Tensor::random_(Generator gen) {
+Tensor& Tensor::random_(Generator gen) const {
   detail::OpNameScope scope("random_");
   EMBER_CHECK(defined(), "[random_] called on an undefined tensor");
-  if (numel() == 0) return *this;
+  if (numel() == 0) return self_mut();
   kernels::dispatch_all(dtype(), "random_", [&](auto tag) {
     using T = typename decltype(tag)::type;
     // The range: [0, 2^digits] for floating types (every integer there is exact),
@@ -267,7 +267,7 @@ Tensor& Tensor::random_(Generator gen) {
     }
     if (is_mt(gen)) {
       constexpr bool wide = std::is_same_v<T, int64_t> || std::is_same_v<T, double>;
-      mt_fill<T>(*this, gen, [&](GeneratorImpl& g) {
+      mt_fill<T>(self_mut(), gen, [&](GeneratorImpl& g) {
         const uint64_t bits = wide ? g.random64() : g.random32();
         if constexpr (std::is_same_v<T, bool>) return static_cast<bool>(bits & 1);
         else return kernels::convert<T>(bits % range);
@@ -277,7 +277,7 @@ Tensor& Tensor::random_(Generator gen) {
       random_(0, static_cast<int64_t>(std::min<uint64_t>(range, static_cast<uint64_t>(INT64_MAX))), gen);
     }
   });
-  return *this;
+  return self_mut();
 }
 
 Tensor rand(IntArrayRef sizes, const TensorOptions& options) { return rand(sizes, Generator(), options); }

@@ -153,6 +153,16 @@ Indexed apply_indices(const Tensor& self, const TensorIndex* items, size_t count
           ++src_dim;
           break;
         }
+        if (t.dim() == 0 && t.dtype() != kBool && t.dtype() != kUInt8 && !is_floating_point(t.dtype())) {
+          // A 0-dim integer tensor selects, as an integer does (so the result is a view).
+          EMBER_CHECK(r.view.dim() > 0, "[", op, "] invalid index of a 0-dim tensor; use item() to read its value");
+          const int64_t n = r.view.size(dim), k = t.item<int64_t>();
+          EMBER_CHECK(k >= -n && k < n, "[", op, "] index ", k, " is out of bounds for dimension ", src_dim,
+                      " with size ", n);
+          r.view = r.view.select(dim, k);
+          ++src_dim;
+          break;
+        }
         if (t.dtype() == kUInt8) {
           warn(std::string("[") + op + "] indexing with dtype torch.uint8 is now deprecated, please use a dtype "
                "torch.bool instead.");
@@ -227,29 +237,29 @@ Tensor Tensor::index(const std::vector<indexing::TensorIndex>& indices) const {
   return index_list(*this, indices.data(), indices.size());
 }
 
-Tensor& Tensor::index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values) {
-  index_put_list(*this, indices.begin(), indices.size(), values);
-  return *this;
+Tensor& Tensor::index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values) const {
+  index_put_list(self_mut(), indices.begin(), indices.size(), values);
+  return self_mut();
 }
 
-Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values) {
-  index_put_list(*this, indices.data(), indices.size(), values);
-  return *this;
+Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values) const {
+  index_put_list(self_mut(), indices.data(), indices.size(), values);
+  return self_mut();
 }
 
-Tensor& Tensor::index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value) {
+Tensor& Tensor::index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value) const {
   EMBER_CHECK(defined(), "[index_put_] called on an undefined tensor");
-  index_put_list(*this, indices.begin(), indices.size(), scalar_tensor(value, TensorOptions(dtype())));
-  return *this;
+  index_put_list(self_mut(), indices.begin(), indices.size(), scalar_tensor(value, TensorOptions(dtype())));
+  return self_mut();
 }
 
-Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value) {
+Tensor& Tensor::index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value) const {
   EMBER_CHECK(defined(), "[index_put_] called on an undefined tensor");
-  index_put_list(*this, indices.data(), indices.size(), scalar_tensor(value, TensorOptions(dtype())));
-  return *this;
+  index_put_list(self_mut(), indices.data(), indices.size(), scalar_tensor(value, TensorOptions(dtype())));
+  return self_mut();
 }
 
-Tensor& Tensor::resize_(IntArrayRef new_sizes) {
+Tensor& Tensor::resize_(IntArrayRef new_sizes) const {
   detail::OpNameScope scope("resize_");
   EMBER_CHECK(defined(), "[resize_] called on an undefined tensor");
   EMBER_CHECK(!requires_grad(), "[resize_] cannot resize a tensor that requires grad (sizes ", sizes(), " -> ",
@@ -275,7 +285,7 @@ Tensor& Tensor::resize_(IntArrayRef new_sizes) {
   }
   impl()->set_sizes_and_strides(new_sizes, contiguous_strides(new_sizes), storage_offset());
   bump_version();
-  return *this;
+  return self_mut();
 }
 
 void Tensor::set_data(const Tensor& new_data) const {

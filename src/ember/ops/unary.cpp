@@ -176,7 +176,7 @@ DType clamp_dtype(const Tensor& t, const std::optional<Scalar>& lo, const std::o
   Tensor Tensor::name(EMBER_DROP_COMMA params) const { return ember::name(*this EMBER_UNPAREN args); }
 #define EMBER_UNARY_API_Full(Id, name, params, args, pvals) \
   EMBER_UNARY_API_Method(Id, name, params, args, pvals)     \
-  Tensor& Tensor::name##_(EMBER_DROP_COMMA params) { return unary_(#name "_", UnaryOp::Id, *this, pvals); }
+  Tensor& Tensor::name##_(EMBER_DROP_COMMA params) const { return unary_(#name "_", UnaryOp::Id, self_mut(), pvals); }
 #define EMBER_UNPAREN(...) __VA_ARGS__
 #define EMBER_DROP_COMMA(first, ...) __VA_ARGS__
 
@@ -228,23 +228,23 @@ Tensor Tensor::clamp(std::optional<Scalar> min, std::optional<Scalar> max) const
 Tensor Tensor::clamp_min(const Scalar& min) const { return ember::clamp(*this, min, std::nullopt); }
 Tensor Tensor::clamp_max(const Scalar& max) const { return ember::clamp(*this, std::nullopt, max); }
 
-Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) {
+Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) const {
   OpScope scope("clamp_");
   EMBER_CHECK(defined(), "[clamp_] called on an undefined tensor");
   EMBER_CHECK(min || max, "[clamp_] at least one of 'min' or 'max' must not be None");
-  const DType dt = clamp_dtype(*this, min, max);
+  const DType dt = clamp_dtype(self_mut(), min, max);
   EMBER_CHECK(can_cast(dt, dtype()), "[clamp_] result type ", dt,
               " can't be cast to the desired output type ", dtype());
   // Recording a graph: the out-of-place clamp copied back (CopyBackwards routes the
   // gradient through clamp's).
-  if (autograd::needs_grad(*this)) return copy_(ember::clamp(*this, min, max));
-  check_no_internal_overlap(*this, "clamp_");
-  kernels::cpu::clamp(*this, *this, min ? &*min : nullptr, max ? &*max : nullptr);
+  if (autograd::needs_grad(self_mut())) return copy_(ember::clamp(self_mut(), min, max));
+  check_no_internal_overlap(self_mut(), "clamp_");
+  kernels::cpu::clamp(self_mut(), self_mut(), min ? &*min : nullptr, max ? &*max : nullptr);
   bump_version();
-  return *this;
+  return self_mut();
 }
-Tensor& Tensor::clamp_min_(const Scalar& min) { return clamp_(min, std::nullopt); }
-Tensor& Tensor::clamp_max_(const Scalar& max) { return clamp_(std::nullopt, max); }
+Tensor& Tensor::clamp_min_(const Scalar& min) const { return clamp_(min, std::nullopt); }
+Tensor& Tensor::clamp_max_(const Scalar& max) const { return clamp_(std::nullopt, max); }
 
 Tensor clamp(const Tensor& t, const Tensor& min, const Tensor& max) {
   OpScope scope("clamp");
@@ -315,15 +315,15 @@ Tensor Tensor::nan_to_num(std::optional<double> nan, std::optional<double> posin
   return ember::nan_to_num(*this, nan, posinf, neginf);
 }
 Tensor& Tensor::nan_to_num_(std::optional<double> nan, std::optional<double> posinf,
-                            std::optional<double> neginf) {
+                            std::optional<double> neginf) const {
   OpScope scope("nan_to_num_");
   EMBER_CHECK(defined(), "[nan_to_num_] called on an undefined tensor");
-  if (autograd::needs_grad(*this)) return copy_(ember::nan_to_num(*this, nan, posinf, neginf));
-  check_no_internal_overlap(*this, "nan_to_num_");
+  if (autograd::needs_grad(self_mut())) return copy_(ember::nan_to_num(self_mut(), nan, posinf, neginf));
+  check_no_internal_overlap(self_mut(), "nan_to_num_");
   nan_to_num_defaults(dtype(), posinf, neginf);
-  kernels::cpu::nan_to_num(*this, *this, nan.value_or(0.0), *posinf, *neginf);
+  kernels::cpu::nan_to_num(self_mut(), self_mut(), nan.value_or(0.0), *posinf, *neginf);
   bump_version();
-  return *this;
+  return self_mut();
 }
 
 }  // namespace ember

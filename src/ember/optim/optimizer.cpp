@@ -1,5 +1,7 @@
 #include "ember/optim/optimizer.h"
 
+#include "ember/autograd/zero_grad_default.h"
+
 #include <algorithm>
 #include <cmath>
 #include <mutex>
@@ -121,7 +123,8 @@ size_t Optimizer::size() const {
   return n;
 }
 
-void Optimizer::zero_grad(bool set_to_none) {
+void Optimizer::zero_grad(std::optional<bool> set_to_none_arg) {
+  const bool set_to_none = set_to_none_arg.value_or(zero_grad_sets_to_none());
   OpScope scope("optim::zero_grad");
   NoGradGuard no_grad;
   for (OptimizerParamGroup& g : groups_) {

@@ -142,7 +142,8 @@ class Optimizer {
 
   // Clears the gradients: drops them (set_to_none, PyTorch's default since 2.0 and
   // libtorch's) or zeroes them in place.
-  void zero_grad(bool set_to_none = true);
+  // set_to_none unset: ember::zero_grad_sets_to_none() (true unless ember/torch.h is included).
+  void zero_grad(std::optional<bool> set_to_none = std::nullopt);
   // Runs closure (if any) with grad enabled, then updates every parameter that has a
   // gradient, under NoGradGuard. Returns the closure's loss (undefined without closure).
   Tensor step(const LossClosure& closure = nullptr);

@@ -169,7 +169,7 @@ std::string DynamicQuantizedLinearImpl::extra_repr() const {
   return os.str();
 }
 
-std::shared_ptr<nn::Module> DynamicQuantizedLinearImpl::clone() const {
+std::shared_ptr<nn::Module> DynamicQuantizedLinearImpl::clone(const std::optional<Device>& /*device*/) const {
   auto copy = std::make_shared<DynamicQuantizedLinearImpl>(in_features_, out_features_, bias.defined());
   clone_into(*copy);  // copies values into the copy's own tensors (members stay valid)
   return copy;

@@ -75,7 +75,7 @@ class DynamicQuantizedLinearImpl : public nn::Module {
   // input [..., in_features] float32 (any strides) -> [..., out_features] float32.
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
-  std::shared_ptr<nn::Module> clone() const override;
+  std::shared_ptr<nn::Module> clone(const std::optional<Device>& = std::nullopt) const override;
 
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return out_features_; }

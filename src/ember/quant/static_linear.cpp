@@ -64,7 +64,7 @@ std::string ObservedLinearImpl::extra_repr() const {
   return os.str();
 }
 
-std::shared_ptr<nn::Module> ObservedLinearImpl::clone() const {
+std::shared_ptr<nn::Module> ObservedLinearImpl::clone(const std::optional<Device>& /*device*/) const {
   auto copy =
       std::make_shared<ObservedLinearImpl>(std::dynamic_pointer_cast<nn::LinearImpl>(linear->clone()), relu, QConfig{});
   copy->input_observer = input_observer->clone();
@@ -239,7 +239,7 @@ std::string StaticQuantizedLinearImpl::extra_repr() const {
   return os.str();
 }
 
-std::shared_ptr<nn::Module> StaticQuantizedLinearImpl::clone() const {
+std::shared_ptr<nn::Module> StaticQuantizedLinearImpl::clone(const std::optional<Device>& /*device*/) const {
   auto copy = std::make_shared<StaticQuantizedLinearImpl>(in_features_, out_features_, bias.defined(), relu_);
   clone_into(*copy);
   return copy;

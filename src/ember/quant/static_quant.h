@@ -139,7 +139,7 @@ class ObservedLinearImpl : public nn::Module {
   ObservedLinearImpl(std::shared_ptr<nn::LinearImpl> linear, bool relu, const QConfig& config);
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
-  std::shared_ptr<nn::Module> clone() const override;
+  std::shared_ptr<nn::Module> clone(const std::optional<Device>& = std::nullopt) const override;
 
   std::shared_ptr<nn::LinearImpl> linear;
   bool relu;
@@ -160,7 +160,7 @@ class StaticQuantizedLinearImpl : public nn::Module {
   // input [..., in_features] float32 -> [..., out_features] float32 on the output grid.
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
-  std::shared_ptr<nn::Module> clone() const override;
+  std::shared_ptr<nn::Module> clone(const std::optional<Device>& = std::nullopt) const override;
 
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return out_features_; }

@@ -47,7 +47,7 @@ Tensor DropoutImpl::forward(const Tensor& input) {
   return t;
 }
 std::string DropoutImpl::extra_repr() const { return "p=" + num(p) + ", inplace=False"; }
-std::shared_ptr<Module> DropoutImpl::clone() const {
+std::shared_ptr<Module> DropoutImpl::clone(const std::optional<Device>& /*device*/) const {
   auto c = std::make_shared<DropoutImpl>(p);
   c->train(is_training());
   return c;

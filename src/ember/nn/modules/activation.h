@@ -15,7 +15,7 @@ namespace ember::nn {
     Name##Impl() : Module(#Name) {}                                                     \
     Tensor forward(const Tensor& input) override { return expr; }                       \
     std::string extra_repr() const override { return repr; }                            \
-    std::shared_ptr<Module> clone() const override { return std::make_shared<Name##Impl>(); } \
+    std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override { return std::make_shared<Name##Impl>(); } \
   };                                                                                    \
   EMBER_MODULE(Name)
 
@@ -29,7 +29,7 @@ class ReLUImpl : public Module {
  public:
   explicit ReLUImpl(const ReLUOptions& options_ = {}) : Module("ReLU"), options(options_) {}
   Tensor forward(const Tensor& input) override;
-  std::shared_ptr<Module> clone() const override { return std::make_shared<ReLUImpl>(options); }
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override { return std::make_shared<ReLUImpl>(options); }
   ReLUOptions options;
 };
 EMBER_MODULE(ReLU);
@@ -40,7 +40,7 @@ class LeakyReLUImpl : public Module {
   explicit LeakyReLUImpl(const LeakyReLUOptions& o) : LeakyReLUImpl(o.negative_slope()) { inplace = o.inplace(); }
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
-  std::shared_ptr<Module> clone() const override { return std::make_shared<LeakyReLUImpl>(negative_slope); }
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override { return std::make_shared<LeakyReLUImpl>(negative_slope); }
   double negative_slope;
   bool inplace = false;
 };
@@ -52,7 +52,7 @@ class GELUImpl : public Module {
   explicit GELUImpl(const GELUOptions& o) : GELUImpl(o.approximate()) {}
   Tensor forward(const Tensor& input) override { return input.gelu(approximate); }
   std::string extra_repr() const override { return "approximate='" + approximate + "'"; }
-  std::shared_ptr<Module> clone() const override { return std::make_shared<GELUImpl>(approximate); }
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override { return std::make_shared<GELUImpl>(approximate); }
   std::string approximate;
 };
 EMBER_MODULE(GELU);
@@ -63,7 +63,7 @@ class SoftmaxImpl : public Module {
   explicit SoftmaxImpl(const SoftmaxOptions& o) : SoftmaxImpl(o.dim()) {}
   Tensor forward(const Tensor& input) override { return input.softmax(dim); }
   std::string extra_repr() const override { return "dim=" + std::to_string(dim); }
-  std::shared_ptr<Module> clone() const override { return std::make_shared<SoftmaxImpl>(dim); }
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override { return std::make_shared<SoftmaxImpl>(dim); }
   int64_t dim;
 };
 EMBER_MODULE(Softmax);
@@ -74,7 +74,7 @@ class LogSoftmaxImpl : public Module {
   explicit LogSoftmaxImpl(const LogSoftmaxOptions& o) : LogSoftmaxImpl(o.dim()) {}
   Tensor forward(const Tensor& input) override { return input.log_softmax(dim); }
   std::string extra_repr() const override { return "dim=" + std::to_string(dim); }
-  std::shared_ptr<Module> clone() const override { return std::make_shared<LogSoftmaxImpl>(dim); }
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override { return std::make_shared<LogSoftmaxImpl>(dim); }
   int64_t dim;
 };
 EMBER_MODULE(LogSoftmax);
@@ -87,7 +87,7 @@ class DropoutImpl : public Module {
   explicit DropoutImpl(const DropoutOptions& o) : DropoutImpl(o.p()) { inplace = o.inplace(); }
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
-  std::shared_ptr<Module> clone() const override;
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override;
   double p;
   bool inplace = false;
 };

@@ -184,7 +184,7 @@ void MultiheadAttentionImpl::reset_parameters() {
   if (out_proj->bias.defined()) init::zeros_(out_proj->bias);
 }
 
-std::shared_ptr<Module> MultiheadAttentionImpl::clone() const {
+std::shared_ptr<Module> MultiheadAttentionImpl::clone(const std::optional<Device>& /*device*/) const {
   auto copy = std::make_shared<MultiheadAttentionImpl>(options);
   match_dtype(*this, *copy);
   clone_into(*copy);

@@ -84,7 +84,7 @@ class MultiheadAttentionImpl : public Module {
   // xavier_uniform_ on the input projections, zeros on the biases (out_proj.weight keeps
   // Linear's init, as in PyTorch).
   void reset_parameters();
-  std::shared_ptr<Module> clone() const override;
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override;
 
   MultiheadAttentionOptions options;
   Tensor in_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight, in_proj_bias;

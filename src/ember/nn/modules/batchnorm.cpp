@@ -91,19 +91,19 @@ std::string BatchNormImplBase::extra_repr() const {
   return os.str();
 }
 
-std::shared_ptr<Module> BatchNorm1dImpl::clone() const {
+std::shared_ptr<Module> BatchNorm1dImpl::clone(const std::optional<Device>& /*device*/) const {
   auto copy = std::make_shared<BatchNorm1dImpl>(options);
   clone_into(*copy);
   return copy;
 }
 
-std::shared_ptr<Module> BatchNorm2dImpl::clone() const {
+std::shared_ptr<Module> BatchNorm2dImpl::clone(const std::optional<Device>& /*device*/) const {
   auto copy = std::make_shared<BatchNorm2dImpl>(options);
   clone_into(*copy);
   return copy;
 }
 
-std::shared_ptr<Module> BatchNorm3dImpl::clone() const {
+std::shared_ptr<Module> BatchNorm3dImpl::clone(const std::optional<Device>& /*device*/) const {
   auto copy = std::make_shared<BatchNorm3dImpl>(options);
   clone_into(*copy);
   return copy;

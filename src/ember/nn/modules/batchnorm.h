@@ -69,7 +69,7 @@ class BatchNorm1dImpl : public BatchNormImplBase {
  public:
   explicit BatchNorm1dImpl(int64_t num_features) : BatchNorm1dImpl(BatchNormOptions(num_features)) {}
   explicit BatchNorm1dImpl(const BatchNormOptions& options) : BatchNormImplBase(options, "BatchNorm1d", 1) {}
-  std::shared_ptr<Module> clone() const override;
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override;
 };
 EMBER_MODULE(BatchNorm1d);
 
@@ -77,7 +77,7 @@ class BatchNorm2dImpl : public BatchNormImplBase {
  public:
   explicit BatchNorm2dImpl(int64_t num_features) : BatchNorm2dImpl(BatchNormOptions(num_features)) {}
   explicit BatchNorm2dImpl(const BatchNormOptions& options) : BatchNormImplBase(options, "BatchNorm2d", 2) {}
-  std::shared_ptr<Module> clone() const override;
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override;
 };
 EMBER_MODULE(BatchNorm2d);
 
@@ -85,7 +85,7 @@ class BatchNorm3dImpl : public BatchNormImplBase {
  public:
   explicit BatchNorm3dImpl(int64_t num_features) : BatchNorm3dImpl(BatchNormOptions(num_features)) {}
   explicit BatchNorm3dImpl(const BatchNormOptions& options) : BatchNormImplBase(options, "BatchNorm3d", 3) {}
-  std::shared_ptr<Module> clone() const override;
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override;
 };
 EMBER_MODULE(BatchNorm3d);
 

@@ -4,24 +4,47 @@
 
 namespace ember::nn {
 
-SequentialImpl::SequentialImpl(std::vector<std::pair<std::string, std::shared_ptr<Module>>> named)
-    : Module("Sequential") {
-  for (auto& [name, m] : named) push_back(name, std::move(m));
+SequentialImpl::SequentialImpl(std::vector<NamedAnyModule> named) : Module("Sequential") {
+  for (auto& m : named) push_back_impl(m.name, std::move(m.module), std::move(m.any));
 }
 
-void SequentialImpl::push_back(std::shared_ptr<Module> module) {
-  push_back(std::to_string(modules_.size()), std::move(module));
-}
-
-void SequentialImpl::push_back(const std::string& name, std::shared_ptr<Module> module) {
+void SequentialImpl::push_back_impl(const std::string& name, std::shared_ptr<Module> module, AnyModule any) {
   register_module(name, module);
   modules_.push_back(std::move(module));
+  any_.push_back(std::move(any));
+}
+
+void SequentialImpl::extend(const SequentialImpl& other) {
+  for (size_t i = 0; i < other.modules_.size(); ++i) {
+    push_back_impl(std::to_string(modules_.size()), other.modules_[i], other.any_[i]);
+  }
+}
+
+void SequentialImpl::check_not_empty() const {
+  EMBER_CHECK(!modules_.empty(), "[nn.Sequential] Cannot call forward() on an empty Sequential; push_back modules first");
 }
 
 Tensor SequentialImpl::forward(const Tensor& input) {
+  check_not_empty();
   Tensor x = input;
-  for (const auto& m : modules_) x = (*m)(x);
+  for (size_t i = 0; i < modules_.size(); ++i) {
+    x = any_[i].is_empty() ? (*modules_[i])(x) : any_[i].forward<Tensor>(x);
+  }
   return x;
+}
+
+AnyValue SequentialImpl::forward_child(size_t i, AnyValue&& value) {
+  if (!any_[i].is_empty()) return any_[i].any_forward(std::move(value));
+  const Tensor* x = value.try_get<Tensor>();
+  EMBER_CHECK(x != nullptr, "[nn.Sequential] child ", i, " (", modules_[i]->name(),
+              ") takes a Tensor, but the previous child returned a ", detail::type_name(value.type_info()));
+  return AnyValue((*modules_[i])(*x));
+}
+
+AnyValue SequentialImpl::forward_child_n(size_t i, std::vector<AnyValue>&& values) {
+  if (values.size() == 1) return forward_child(i, std::move(values[0]));
+  EMBER_ERROR("[nn.Sequential] child ", i, " (", modules_[i]->name(), ") takes one Tensor, but forward() was given ",
+              values.size(), " arguments");
 }
 
 namespace {
@@ -41,6 +64,12 @@ void replace_in_list(Module& self, std::vector<std::shared_ptr<Module>>& list, c
 }  // namespace
 
 void SequentialImpl::replace_module(const std::string& name, std::shared_ptr<Module> module) {
+  const auto named = named_children();
+  if (const std::shared_ptr<Module>* old = named.find(name)) {
+    for (size_t i = 0; i < modules_.size(); ++i) {
+      if (modules_[i] == *old) any_[i] = AnyModule();  // the new module is called through its Tensor forward
+    }
+  }
   replace_in_list(*this, modules_, name, module);
   Module::replace_module(name, std::move(module));
 }
@@ -51,10 +80,20 @@ std::shared_ptr<Module> SequentialImpl::operator[](size_t i) const {
   return modules_[i];
 }
 
-std::shared_ptr<Module> SequentialImpl::clone() const {
+std::shared_ptr<Module> SequentialImpl::clone(const std::optional<Device>& /*device*/) const {
   auto copy = std::make_shared<SequentialImpl>();
   const auto named = named_children();
-  for (const auto& item : named) copy->push_back(item.key(), item.value()->clone());
+  size_t i = 0;
+  for (const auto& item : named) {
+    if (any_[i].is_empty()) {
+      copy->push_back_impl(item.key(), item.value()->clone(), AnyModule());
+    } else {
+      AnyModule any = any_[i].clone();
+      std::shared_ptr<Module> m = any.ptr();
+      copy->push_back_impl(item.key(), std::move(m), std::move(any));
+    }
+    ++i;
+  }
   copy->train(is_training());
   return copy;
 }
@@ -75,7 +114,7 @@ std::shared_ptr<Module> ModuleListImpl::operator[](size_t i) const {
   return modules_[i];
 }
 
-std::shared_ptr<Module> ModuleListImpl::clone() const {
+std::shared_ptr<Module> ModuleListImpl::clone(const std::optional<Device>& /*device*/) const {
   auto copy = std::make_shared<ModuleListImpl>();
   for (const auto& m : modules_) copy->push_back(m->clone());
   copy->train(is_training());
@@ -85,6 +124,33 @@ std::shared_ptr<Module> ModuleListImpl::clone() const {
 ModuleDictImpl::ModuleDictImpl(std::vector<std::pair<std::string, std::shared_ptr<Module>>> named)
     : Module("ModuleDict") {
   for (auto& [k, m] : named) insert(k, std::move(m));
+}
+
+ModuleDictImpl::ModuleDictImpl(const OrderedDict<std::string, std::shared_ptr<Module>>& named)
+    : Module("ModuleDict") {
+  for (const auto& item : named) insert(item.key(), item.value());
+}
+
+void ModuleDictImpl::update(const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named) {
+  for (const auto& [k, m] : named) insert(k, m);
+}
+
+std::shared_ptr<Module> ModuleDictImpl::pop(const std::string& key) {
+  EMBER_CHECK(contains(key), "[nn.ModuleDict] pop: Module '", key, "' is not defined in this ModuleDict");
+  std::shared_ptr<Module> m = (*this)[key];
+  unregister_module(key);
+  return m;
+}
+
+void ModuleDictImpl::clear() {
+  for (const std::string& k : keys()) unregister_module(k);
+}
+
+std::vector<OrderedDict<std::string, std::shared_ptr<Module>>::Item>::const_iterator ModuleDictImpl::begin() const {
+  return children_dict().begin();
+}
+std::vector<OrderedDict<std::string, std::shared_ptr<Module>>::Item>::const_iterator ModuleDictImpl::end() const {
+  return children_dict().end();
 }
 
 void ModuleDictImpl::insert(const std::string& key, std::shared_ptr<Module> module) {
@@ -102,7 +168,7 @@ std::shared_ptr<Module> ModuleDictImpl::operator[](const std::string& key) const
   return *m;
 }
 
-std::shared_ptr<Module> ModuleDictImpl::clone() const {
+std::shared_ptr<Module> ModuleDictImpl::clone(const std::optional<Device>& /*device*/) const {
   auto copy = std::make_shared<ModuleDictImpl>();
   for (const auto& item : named_children()) copy->insert(item.key(), item.value()->clone());
   copy->train(is_training());

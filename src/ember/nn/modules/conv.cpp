@@ -41,8 +41,11 @@ void check_options(const char* name, const ConvOptions<D>& o, bool transposed) {
               ") must be divisible by groups (", o.groups(), ")");
   EMBER_CHECK(o.out_channels() % o.groups() == 0, "[nn.", name, "] out_channels (", o.out_channels(),
               ") must be divisible by groups (", o.groups(), ")");
-  EMBER_CHECK(o.padding_mode() == "zeros", "[nn.", name, "] padding_mode '", o.padding_mode(),
-              "' is not supported; only 'zeros' is");
+  const std::string& mode = o.padding_mode();
+  EMBER_CHECK(mode == "zeros" || mode == "reflect" || mode == "replicate" || mode == "circular", "[nn.", name,
+              "] padding_mode must be zeros, reflect, replicate or circular, got '", mode, "'");
+  EMBER_CHECK(mode == "zeros" || o.padding_str() != "same", "[nn.", name, "] padding='same' needs padding_mode zeros, got '",
+              mode, "'; give the padding as numbers");
   EMBER_CHECK(!transposed || o.padding_str().empty(), "[nn.", name, "] padding must be numbers for ", name);
   EMBER_CHECK(o.padding_str().empty() || o.padding_str() == "same" || o.padding_str() == "valid", "[nn.", name,
               "] padding must be \"same\", \"valid\" or numbers, got \"", o.padding_str(), "\"");
@@ -148,8 +151,34 @@ EMBER_CONV_MODULE_IMPL(ConvTranspose3d, 3, true)
 
 #undef EMBER_CONV_MODULE_IMPL
 
+namespace {
+// padding_mode reflect / replicate / circular: the input padded by that mode (the
+// convolution then runs with no padding), as PyTorch's _ConvNd does.
+template <size_t D>
+Tensor mode_padded(const Tensor& input, const ConvOptions<D>& o) {
+  std::vector<int64_t> pads;
+  if (o.padding_str().empty()) {
+    for (size_t d = D; d-- > 0;) {
+      pads.push_back(o.padding()[d]);
+      pads.push_back(o.padding()[d]);
+    }
+  } else {
+    pads.assign(2 * D, 0);  // 'valid'
+  }
+  return functional::pad(input, functional::PadFuncOptions(pads).mode(o.padding_mode()));
+}
+template <size_t D>
+void check_transposed_mode(const char* name, const ConvOptions<D>& o) {
+  EMBER_CHECK(o.padding_mode() == "zeros", "[nn.", name, "] Only `zeros` padding mode is supported for ", name,
+              ", got '", o.padding_mode(), "'");
+}
+}  // namespace
+
 Tensor Conv1dImpl::forward(const Tensor& input) {
   const auto& o = options;
+  if (o.padding_mode() != "zeros") {
+    return conv1d(mode_padded(input, o), weight, bias, o.stride(), IntArrayRef(0), o.dilation(), o.groups());
+  }
   if (!o.padding_str().empty()) {
     return conv1d(input, weight, bias, o.stride(), o.padding_str().c_str(), o.dilation(), o.groups());
   }
@@ -158,6 +187,9 @@ Tensor Conv1dImpl::forward(const Tensor& input) {
 
 Tensor Conv2dImpl::forward(const Tensor& input) {
   const auto& o = options;
+  if (o.padding_mode() != "zeros") {
+    return conv2d(mode_padded(input, o), weight, bias, o.stride(), IntArrayRef({0, 0}), o.dilation(), o.groups());
+  }
   if (!o.padding_str().empty()) {
     return conv2d(input, weight, bias, o.stride(), o.padding_str().c_str(), o.dilation(), o.groups());
   }
@@ -166,12 +198,14 @@ Tensor Conv2dImpl::forward(const Tensor& input) {
 
 Tensor ConvTranspose1dImpl::forward(const Tensor& input) {
   const auto& o = options;
+  check_transposed_mode("ConvTranspose1d", o);
   return conv_transpose1d(input, weight, bias, o.stride(), o.padding(), o.output_padding(), o.groups(),
                           o.dilation());
 }
 
 Tensor ConvTranspose2dImpl::forward(const Tensor& input) {
   const auto& o = options;
+  check_transposed_mode("ConvTranspose2d", o);
   return conv_transpose2d(input, weight, bias, o.stride(), o.padding(), o.output_padding(), o.groups(),
                           o.dilation());
 }
@@ -179,6 +213,10 @@ Tensor ConvTranspose2dImpl::forward(const Tensor& input) {
 Tensor Conv3dImpl::forward(const Tensor& input) {
   const auto& o = options;
   auto fo = functional::Conv3dFuncOptions().bias(bias).stride(IntArrayRef(o.stride())).dilation(IntArrayRef(o.dilation())).groups(o.groups());
+  if (o.padding_mode() != "zeros") {
+    fo.padding(ExpandingArray<3>(0));
+    return functional::conv3d(mode_padded(input, o), weight, fo);
+  }
   if (!o.padding_str().empty()) {
     fo.padding(o.padding_str());
   } else {
@@ -189,6 +227,7 @@ Tensor Conv3dImpl::forward(const Tensor& input) {
 
 Tensor ConvTranspose3dImpl::forward(const Tensor& input) {
   const auto& o = options;
+  check_transposed_mode("ConvTranspose3d", o);
   return functional::conv_transpose3d(input, weight, bias, o.stride(), o.padding(), o.output_padding(), o.groups(),
                                       o.dilation());
 }

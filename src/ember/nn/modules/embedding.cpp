@@ -5,6 +5,7 @@
 #include "ember/autograd/grad_mode.h"
 #include "ember/core/check.h"
 #include "ember/nn/functional.h"
+#include "ember/nn/functional_extra.h"
 #include "ember/nn/init.h"
 #include "ember/ops/creation.h"
 
@@ -36,7 +37,13 @@ void EmbeddingImpl::reset_parameters() {
 }
 
 Tensor EmbeddingImpl::forward(const Tensor& input) {
-  return functional::embedding(input, weight, options.padding_idx(), options.max_norm(), options.norm_type());
+  return functional::embedding(input, weight,
+                               functional::EmbeddingFuncOptions()
+                                   .padding_idx(options.padding_idx())
+                                   .max_norm(options.max_norm())
+                                   .norm_type(options.norm_type())
+                                   .scale_grad_by_freq(options.scale_grad_by_freq())
+                                   .sparse(options.sparse()));
 }
 
 std::string EmbeddingImpl::extra_repr() const {
@@ -45,6 +52,8 @@ std::string EmbeddingImpl::extra_repr() const {
   if (options.padding_idx()) os << ", padding_idx=" << *options.padding_idx();
   if (options.max_norm()) os << ", max_norm=" << *options.max_norm();
   if (options.norm_type() != 2.0) os << ", norm_type=" << options.norm_type();
+  if (options.scale_grad_by_freq()) os << ", scale_grad_by_freq=True";
+  if (options.sparse()) os << ", sparse=True";
   return os.str();
 }
 
@@ -54,7 +63,9 @@ Embedding Embedding::from_pretrained(const Tensor& embeddings, const EmbeddingFr
   Embedding e(EmbeddingOptions(embeddings.size(0), embeddings.size(1))
                   .padding_idx(options.padding_idx())
                   .max_norm(options.max_norm())
-                  .norm_type(options.norm_type()));
+                  .norm_type(options.norm_type())
+                  .scale_grad_by_freq(options.scale_grad_by_freq())
+                  .sparse(options.sparse()));
   {
     NoGradGuard no_grad;
     e->weight.copy_(embeddings);

@@ -24,6 +24,19 @@ struct EmbeddingOptions {
     norm_type_ = v;
     return *this;
   }
+  // Each row's gradient is divided by how often its index occurs in the batch.
+  EmbeddingOptions& scale_grad_by_freq(bool v) {
+    scale_grad_by_freq_ = v;
+    return *this;
+  }
+  // Accepted for libtorch compatibility: ember has no sparse tensors, so the weight's
+  // gradient is dense either way (the optimizers treat it the same).
+  EmbeddingOptions& sparse(bool v) {
+    sparse_ = v;
+    return *this;
+  }
+  bool scale_grad_by_freq() const { return scale_grad_by_freq_; }
+  bool sparse() const { return sparse_; }
   int64_t num_embeddings() const { return num_embeddings_; }
   int64_t embedding_dim() const { return embedding_dim_; }
   std::optional<int64_t> padding_idx() const { return padding_idx_; }
@@ -35,6 +48,7 @@ struct EmbeddingOptions {
   std::optional<int64_t> padding_idx_;
   std::optional<double> max_norm_;
   double norm_type_ = 2.0;
+  bool scale_grad_by_freq_ = false, sparse_ = false;
 };
 
 struct EmbeddingFromPretrainedOptions {
@@ -54,6 +68,19 @@ struct EmbeddingFromPretrainedOptions {
     norm_type_ = v;
     return *this;
   }
+  // Each row's gradient is divided by how often its index occurs in the batch.
+  EmbeddingFromPretrainedOptions& scale_grad_by_freq(bool v) {
+    scale_grad_by_freq_ = v;
+    return *this;
+  }
+  // Accepted for libtorch compatibility: ember has no sparse tensors, so the weight's
+  // gradient is dense either way (the optimizers treat it the same).
+  EmbeddingFromPretrainedOptions& sparse(bool v) {
+    sparse_ = v;
+    return *this;
+  }
+  bool scale_grad_by_freq() const { return scale_grad_by_freq_; }
+  bool sparse() const { return sparse_; }
   bool freeze() const { return freeze_; }
   std::optional<int64_t> padding_idx() const { return padding_idx_; }
   std::optional<double> max_norm() const { return max_norm_; }
@@ -64,6 +91,7 @@ struct EmbeddingFromPretrainedOptions {
   std::optional<int64_t> padding_idx_;
   std::optional<double> max_norm_;
   double norm_type_ = 2.0;
+  bool scale_grad_by_freq_ = false, sparse_ = false;
 };
 
 // weight [num_embeddings, embedding_dim] drawn from N(0, 1), the padding row zeroed.

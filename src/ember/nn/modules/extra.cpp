@@ -70,6 +70,13 @@ EMBER_FORWARD(Hardshrink) { return F::hardshrink(input, options); }
 EMBER_PRINT(Hardshrink) { os << "torch::nn::Hardshrink(" << options.lambda() << ")"; }
 EMBER_FORWARD(Softshrink) { return F::softshrink(input, options); }
 EMBER_PRINT(Softshrink) { os << "torch::nn::Softshrink(" << options.lambda() << ")"; }
+namespace detail {
+void check_layer_options(const HardtanhOptions& options) {
+  EMBER_CHECK(options.max_val() > options.min_val(), "[nn.Hardtanh] max_val must be greater than min_val, got min_val=",
+              options.min_val(), " and max_val=", options.max_val());
+}
+}  // namespace detail
+
 EMBER_FORWARD(Hardtanh) { return F::hardtanh(input, options); }
 EMBER_PRINT(Hardtanh) {
   os << "torch::nn::Hardtanh(min_val=" << options.min_val() << ", max_val=" << options.max_val();

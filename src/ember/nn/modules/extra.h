@@ -9,17 +9,35 @@
 #include <functional>
 #include <string>
 #include <tuple>
+#include <type_traits>
+#include <utility>
 
 #include "ember/nn/functional_extra.h"
 #include "ember/nn/module.h"
 
 namespace ember::nn {
 
+namespace detail {
+// Options checked when the layer is built (libtorch's reset() checks): a no-op unless an
+// overload for the options exists.
+template <typename Options>
+void check_layer_options(const Options&) {}
+void check_layer_options(const HardtanhOptions& options);
+}  // namespace detail
+
 // A stateless layer with options: Name##Impl(options), forward(input), libtorch printing.
 #define EMBER_OPTIONS_LAYER(Name, Options)                                      \
   class Name##Impl : public Cloneable<Name##Impl> {                            \
    public:                                                                     \
-    explicit Name##Impl(const Options& options_ = {}) : Cloneable(#Name), options(options_) {} \
+    explicit Name##Impl(const Options& options_ = {}) : Cloneable(#Name), options(options_) { \
+      detail::check_layer_options(options);                                   \
+    }                                                                          \
+    /* Threshold(0.1, 20), Unfold({2, 3}): the options' constructor arguments directly. */ \
+    template <typename A0, typename... A,                                      \
+              typename = std::enable_if_t<(sizeof...(A) > 0 || !std::is_convertible_v<A0, const Options&>) && \
+                                          std::is_constructible_v<Options, A0, A...>>> \
+    explicit Name##Impl(A0&& a0, A&&... a)                                     \
+        : Name##Impl(Options(std::forward<A0>(a0), std::forward<A>(a)...)) {}      \
     void reset() override {}                                                   \
     Tensor forward(const Tensor& input) override;                              \
     void pretty_print(std::ostream& stream) const override;                    \
@@ -31,6 +49,12 @@ namespace ember::nn {
   class Name##Impl : public Cloneable<Name##Impl> {                            \
    public:                                                                     \
     explicit Name##Impl(const Options& options_) : Cloneable(#Name), options(options_) {} \
+    /* Threshold(0.1, 20), Unfold({2, 3}): the options' constructor arguments directly. */ \
+    template <typename A0, typename... A,                                      \
+              typename = std::enable_if_t<(sizeof...(A) > 0 || !std::is_convertible_v<A0, const Options&>) && \
+                                          std::is_constructible_v<Options, A0, A...>>> \
+    explicit Name##Impl(A0&& a0, A&&... a)                                     \
+        : Name##Impl(Options(std::forward<A0>(a0), std::forward<A>(a)...)) {}      \
     void reset() override {}                                                   \
     Tensor forward(const Tensor& input) override;                              \
     void pretty_print(std::ostream& stream) const override;                    \
@@ -146,6 +170,12 @@ EMBER_FRACTIONAL(FractionalMaxPool3d, 3);
   class Name##Impl : public Cloneable<Name##Impl> {                                           \
    public:                                                                                    \
     explicit Name##Impl(const MaxUnpoolOptions<D>& options_) : Cloneable(#Name), options(options_) {} \
+    /* Threshold(0.1, 20), Unfold({2, 3}): the options' constructor arguments directly. */ \
+    template <typename A0, typename... A,                                      \
+              typename = std::enable_if_t<(sizeof...(A) > 0 || !std::is_convertible_v<A0, const MaxUnpoolOptions<D>&>) && \
+                                          std::is_constructible_v<MaxUnpoolOptions<D>, A0, A...>>> \
+    explicit Name##Impl(A0&& a0, A&&... a)                                     \
+        : Name##Impl(MaxUnpoolOptions<D>(std::forward<A0>(a0), std::forward<A>(a)...)) {}      \
     void reset() override {}                                                                  \
     Tensor forward(const Tensor& input, const Tensor& indices,                                \
                    const std::optional<std::vector<int64_t>>& output_size = std::nullopt);    \
@@ -236,7 +266,7 @@ class FunctionalImpl : public Module {
         })) {}
   Tensor forward(const Tensor& input) override { return function_(input); }
   void pretty_print(std::ostream& stream) const override;
-  std::shared_ptr<Module> clone() const override { return std::make_shared<FunctionalImpl>(function_); }
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override { return std::make_shared<FunctionalImpl>(function_); }
 
  private:
   Function function_;

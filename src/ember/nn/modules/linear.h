@@ -39,7 +39,7 @@ class IdentityImpl : public Module {
  public:
   IdentityImpl() : Module("Identity") {}
   Tensor forward(const Tensor& input) override { return input; }
-  std::shared_ptr<Module> clone() const override { return std::make_shared<IdentityImpl>(); }
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override { return std::make_shared<IdentityImpl>(); }
 };
 EMBER_MODULE(Identity);
 

@@ -82,6 +82,8 @@ using MaxPool1dOptions = MaxPoolOptions;
 using MaxPool2dOptions = MaxPoolOptions;
 using AvgPool1dOptions = AvgPoolOptions;
 using AvgPool2dOptions = AvgPoolOptions;
+using MaxPool3dOptions = MaxPoolOptions;
+using AvgPool3dOptions = AvgPoolOptions;
 
 struct AdaptiveAvgPool2dOptions {
   AdaptiveAvgPool2dOptions(IntArrayRef output_size) : output_size_(output_size) {}  // NOLINT

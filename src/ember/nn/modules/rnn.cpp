@@ -276,7 +276,7 @@ std::tuple<Tensor, Tensor> RNNImpl::operator()(const Tensor& input, const Tensor
   return {r.at(0), r.at(1)};
 }
 
-std::shared_ptr<Module> RNNImpl::clone() const {
+std::shared_ptr<Module> RNNImpl::clone(const std::optional<Device>& /*device*/) const {
   auto copy = std::make_shared<RNNImpl>(options);
   match_dtype(*this, *copy);
   clone_into(*copy);
@@ -308,7 +308,7 @@ std::tuple<Tensor, LSTMImpl::State> LSTMImpl::operator()(const Tensor& input, co
   return {r.at(0), State{r.at(1), r.at(2)}};
 }
 
-std::shared_ptr<Module> LSTMImpl::clone() const {
+std::shared_ptr<Module> LSTMImpl::clone(const std::optional<Device>& /*device*/) const {
   auto copy = std::make_shared<LSTMImpl>(options);
   match_dtype(*this, *copy);
   clone_into(*copy);
@@ -333,7 +333,7 @@ std::tuple<Tensor, Tensor> GRUImpl::operator()(const Tensor& input, const Tensor
   return {r.at(0), r.at(1)};
 }
 
-std::shared_ptr<Module> GRUImpl::clone() const {
+std::shared_ptr<Module> GRUImpl::clone(const std::optional<Device>& /*device*/) const {
   auto copy = std::make_shared<GRUImpl>(options);
   match_dtype(*this, *copy);
   clone_into(*copy);
@@ -354,7 +354,7 @@ Tensor RNNCellImpl::forward(const Tensor& input, const Tensor& hx) {
   return unbatched ? out.squeeze(0) : out;
 }
 
-std::shared_ptr<Module> RNNCellImpl::clone() const {
+std::shared_ptr<Module> RNNCellImpl::clone(const std::optional<Device>& /*device*/) const {
   auto copy = std::make_shared<RNNCellImpl>(options);
   match_dtype(*this, *copy);
   clone_into(*copy);
@@ -377,7 +377,7 @@ LSTMCellImpl::State LSTMCellImpl::forward(const Tensor& input, const std::option
   return {hn, c};
 }
 
-std::shared_ptr<Module> LSTMCellImpl::clone() const {
+std::shared_ptr<Module> LSTMCellImpl::clone(const std::optional<Device>& /*device*/) const {
   auto copy = std::make_shared<LSTMCellImpl>(options);
   match_dtype(*this, *copy);
   clone_into(*copy);
@@ -395,7 +395,7 @@ Tensor GRUCellImpl::forward(const Tensor& input, const Tensor& hx) {
   return unbatched ? out.squeeze(0) : out;
 }
 
-std::shared_ptr<Module> GRUCellImpl::clone() const {
+std::shared_ptr<Module> GRUCellImpl::clone(const std::optional<Device>& /*device*/) const {
   auto copy = std::make_shared<GRUCellImpl>(options);
   match_dtype(*this, *copy);
   clone_into(*copy);

@@ -114,7 +114,7 @@ class RNNImpl : public detail::RNNBase {
   explicit RNNImpl(const RNNOptions& options);
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h0 = {});
   std::tuple<Tensor, Tensor> operator()(const Tensor& input, const Tensor& h0 = {});
-  std::shared_ptr<Module> clone() const override;
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override;
   RNNOptions options;
 };
 EMBER_MODULE(RNN);
@@ -128,7 +128,7 @@ class LSTMImpl : public detail::RNNBase {
   explicit LSTMImpl(const LSTMOptions& options);
   std::tuple<Tensor, State> forward(const Tensor& input, const std::optional<State>& hx = std::nullopt);
   std::tuple<Tensor, State> operator()(const Tensor& input, const std::optional<State>& hx = std::nullopt);
-  std::shared_ptr<Module> clone() const override;
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override;
   LSTMOptions options;
 };
 EMBER_MODULE(LSTM);
@@ -141,7 +141,7 @@ class GRUImpl : public detail::RNNBase {
   explicit GRUImpl(const GRUOptions& options);
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h0 = {});
   std::tuple<Tensor, Tensor> operator()(const Tensor& input, const Tensor& h0 = {});
-  std::shared_ptr<Module> clone() const override;
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override;
   GRUOptions options;
 };
 EMBER_MODULE(GRU);
@@ -196,7 +196,7 @@ class RNNCellImpl : public detail::RNNCellBase {
   explicit RNNCellImpl(const RNNCellOptions& options);
   Tensor forward(const Tensor& input, const Tensor& hx = {});
   Tensor operator()(const Tensor& input, const Tensor& hx = {}) { return forward(input, hx); }
-  std::shared_ptr<Module> clone() const override;
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override;
   RNNCellOptions options;
 };
 EMBER_MODULE(RNNCell);
@@ -209,7 +209,7 @@ class LSTMCellImpl : public detail::RNNCellBase {
   explicit LSTMCellImpl(const LSTMCellOptions& options);
   State forward(const Tensor& input, const std::optional<State>& hx = std::nullopt);
   State operator()(const Tensor& input, const std::optional<State>& hx = std::nullopt) { return forward(input, hx); }
-  std::shared_ptr<Module> clone() const override;
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override;
   LSTMCellOptions options;
 };
 EMBER_MODULE(LSTMCell);
@@ -221,7 +221,7 @@ class GRUCellImpl : public detail::RNNCellBase {
   explicit GRUCellImpl(const GRUCellOptions& options);
   Tensor forward(const Tensor& input, const Tensor& hx = {});
   Tensor operator()(const Tensor& input, const Tensor& hx = {}) { return forward(input, hx); }
-  std::shared_ptr<Module> clone() const override;
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override;
   GRUCellOptions options;
 };
 EMBER_MODULE(GRUCell);

@@ -55,7 +55,7 @@ Tensor TransformerEncoderLayerImpl::forward(const Tensor& src, const Tensor& src
   return x;
 }
 
-std::shared_ptr<Module> TransformerEncoderLayerImpl::clone() const {
+std::shared_ptr<Module> TransformerEncoderLayerImpl::clone(const std::optional<Device>& /*device*/) const {
   auto copy = std::make_shared<TransformerEncoderLayerImpl>(options);
   match_dtype(*this, *copy);
   clone_into(*copy);

@@ -58,7 +58,7 @@ class TransformerEncoderLayerImpl : public Module {
                     bool is_causal = false) {
     return forward(src, src_mask, src_key_padding_mask, is_causal);
   }
-  std::shared_ptr<Module> clone() const override;
+  std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override;
 
   TransformerEncoderLayerOptions options;
   MultiheadAttention self_attn{nullptr};
