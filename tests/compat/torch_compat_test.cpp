@@ -464,9 +464,13 @@ TEST(TorchCompat, SequentialOfAnyModules) {
   tensors->extend(*more);
   EXPECT_EQ(tensors->size(), 4u);
   EXPECT_TRUE(torch::allclose(tensors->forward(x), expected * 3));
-  auto copy = std::dynamic_pointer_cast<torch::nn::SequentialImpl>(tensors->clone());
+  // A module that is not Cloneable cannot be cloned (as in libtorch); these can.
+  EXPECT_TRUE(contains(error_of([&] { tensors->clone(); }), "clone() has not been implemented"));
+  torch::nn::Sequential clonable(torch::nn::Linear(3, 4), torch::nn::ReLU());
+  auto copy = std::dynamic_pointer_cast<torch::nn::SequentialImpl>(clonable->clone());
   ASSERT_TRUE(copy);
-  EXPECT_TRUE(torch::allclose(copy->forward(x), expected * 3));
+  EXPECT_TRUE(torch::allclose(copy->forward(x), clonable->forward(x)));
+  EXPECT_NE(copy->ptr<torch::nn::LinearImpl>(0)->weight.data_ptr(), clonable->ptr<torch::nn::LinearImpl>(0)->weight.data_ptr());
   torch::nn::Sequential named({{"fc", torch::nn::Linear(3, 4)}, {"act", torch::nn::ReLU()}});
   EXPECT_EQ(named->named_children().keys(), std::vector<std::string>({"fc", "act"}));
   EXPECT_EQ(named->at<torch::nn::LinearImpl>(0).options.in_features(), 3);
@@ -528,6 +532,39 @@ TEST(TorchCompat, InferenceTensorsAndScalarTensorIndices) {
   at::index_put_(t, {torch::arange(3, torch::kLong)}, torch::ones({1, 20}));
   EXPECT_EQ(t.sum().item<double>(), 60.0);
   EXPECT_TRUE(torch::equal(at::index(t, {torch::arange(3, torch::kLong)}), torch::ones({3, 20})));
+}
+
+
+TEST(TorchCompat, ParameterDictAndList) {
+  torch::nn::ParameterDict dict;
+  EXPECT_TRUE(dict->empty());
+  dict->insert("scale", torch::ones({2, 3}, torch::requires_grad()));
+  dict->insert("shift", torch::zeros({3}));
+  EXPECT_EQ(dict->size(), 2u);
+  EXPECT_EQ(dict->keys(), std::vector<std::string>({"scale", "shift"}));
+  EXPECT_TRUE(dict["scale"].requires_grad());
+  EXPECT_FALSE(dict->get("shift").requires_grad());
+  EXPECT_EQ(dict->named_parameters().size(), 2u);
+  EXPECT_EQ(c10::str(dict),
+            "torch::nn::ParameterDict(\n(scale): Parameter containing: [Float of size [2, 3]]\n"
+            "(shift): Parameter containing: [Float of size [3]]\n)");
+  torch::Tensor popped = dict->pop("shift");
+  EXPECT_EQ(popped.sizes(), torch::IntArrayRef({3}));
+  EXPECT_FALSE(dict->contains("shift"));
+  EXPECT_TRUE(contains(error_of([&] { dict->pop("shift"); }), "Parameter 'shift' is not defined"));
+  auto copy = std::dynamic_pointer_cast<torch::nn::ParameterDictImpl>(dict->clone());
+  ASSERT_TRUE(copy);
+  EXPECT_NE(copy->get("scale").data_ptr(), dict->get("scale").data_ptr());
+  EXPECT_TRUE(torch::equal(copy->get("scale"), dict->get("scale")));
+
+  torch::nn::ParameterList list(torch::randn({2}, torch::requires_grad()), torch::zeros({3}));
+  list->append(torch::ones({4}));
+  EXPECT_EQ(list->size(), 3u);
+  EXPECT_EQ(list[2].sizes(), torch::IntArrayRef({4}));
+  EXPECT_TRUE(list->at(0).requires_grad());
+  EXPECT_TRUE(contains(error_of([&] { list->at(3); }), "Index out of range"));
+  torch::optim::SGD opt(list->parameters(), torch::optim::SGDOptions(0.1));
+  EXPECT_EQ(opt.param_groups()[0].params().size(), 3u);
 }
 
 }  // namespace

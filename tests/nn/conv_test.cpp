@@ -68,7 +68,11 @@ TEST(ConvModule, ReprLikePyTorch) {
 
 TEST(ConvModule, OptionErrors) {
   EXPECT_THROW(Conv2d(Conv2dOptions(3, 4, 3).groups(2)), Error);
-  EXPECT_THROW(Conv2d(Conv2dOptions(2, 4, 3).padding_mode("reflect")), Error);
+  EXPECT_THROW(Conv2d(Conv2dOptions(2, 4, 3).padding_mode("mirror")), Error);
+  EXPECT_THROW(Conv2d(Conv2dOptions(2, 4, 3).padding_mode("reflect").padding("same")), Error);
+  // Transposed convolutions are built with any mode (libtorch prints them) but run only zeros.
+  ConvTranspose2d t(ConvTranspose2dOptions(2, 4, 3).padding_mode("circular"));
+  EXPECT_THROW(t(ones({1, 2, 5, 5})), Error);
   EXPECT_THROW(Conv2d(Conv2dOptions(2, 4, 3).stride(2).padding("same")), Error);
 }
 

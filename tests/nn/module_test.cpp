@@ -55,7 +55,7 @@ TEST(Module, RegistrationErrors) {
   EXPECT_NE(ErrorOf([&] { m.register_parameter("a.b", zeros({2})); }).find("must not contain a dot"), std::string::npos);
   EXPECT_NE(ErrorOf([&] { m(zeros({2})); }).find("has no forward"), std::string::npos);
   nn::Linear empty{nullptr};
-  EXPECT_NE(ErrorOf([&] { empty->weight.defined(); }).find("empty module holder"), std::string::npos);
+  EXPECT_NE(ErrorOf([&] { empty->weight.defined(); }).find("Accessing empty ModuleHolder"), std::string::npos);
 }
 
 TEST(Module, TrainEvalPropagatesAndDropoutObeysIt) {

@@ -805,9 +805,13 @@ TEST(IndexOpsIndexPut, Errors) {
               {"[index_put_] index 3 is out of bounds for dimension 0 with size 3"});
   ExpectError(
       [&] {
-        zeros({3}).index_put_({L({0, 1})}, ones({1, 2}));
+        zeros({3}).index_put_({L({0, 1})}, ones({3, 2}));
       },
-      {"[index_put_] shape mismatch", "[1, 2]", "[2]"});
+      {"[index_put_] shape mismatch", "[3, 2]", "[2]"});
+  // Leading size-1 dims of the value are dropped first, as libtorch's indexing API does.
+  Tensor z = zeros({3});
+  z.index_put_({L({0, 1})}, ones({1, 1, 2}));
+  EXPECT_EQ(Floats(z), (std::vector<float>{1, 1, 0}));
   Tensor e = zeros({1, 2}).expand({3, 2});
   ExpectError([&] { e.index_put_({L({0})}, tensor(1.0f)); }, {"[index_put_]", "single memory"});
   // A failed put leaves self untouched.

@@ -43,7 +43,18 @@ bool print_builtin(std::ostream& os, const Module& m) {
     if (has_nonlinearity && o.nonlinearity() != "tanh") os << ", nonlinearity=kReLU";
     os << ")";
   };
-  if (auto* p = as<RNNCellImpl>(m)) {
+  const auto rnn = [&os](const char* name, const auto& o) {
+    os << "torch::nn::" << name << "(input_size=" << o.input_size() << ", hidden_size=" << o.hidden_size()
+       << ", num_layers=" << o.num_layers() << ", bias=" << b(o.bias()) << ", batch_first=" << b(o.batch_first())
+       << ", dropout=" << o.dropout() << ", bidirectional=" << b(o.bidirectional()) << ")";
+  };
+  if (auto* p = as<RNNImpl>(m)) {
+    rnn("RNN", p->options);
+  } else if (auto* p = as<LSTMImpl>(m)) {
+    rnn("LSTM", p->options);
+  } else if (auto* p = as<GRUImpl>(m)) {
+    rnn("GRU", p->options);
+  } else if (auto* p = as<RNNCellImpl>(m)) {
     cell("RNNCell", p->options, true);
   } else if (auto* p = as<LSTMCellImpl>(m)) {
     cell("LSTMCell", p->options, false);

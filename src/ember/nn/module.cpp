@@ -67,8 +67,8 @@ Module& Module::operator=(const Module& other) {
 }
 
 void Module::clear_registrations() {
-  params_ = {};
-  buffers_ = {};
+  params_.clear();
+  buffers_.clear();
   non_persistent_.clear();
   children_ = {};
 }
@@ -389,6 +389,10 @@ void Module::clone_into(Module& copy) const {
       if (existing && existing->defined() && t.defined() && existing->sizes() == t.sizes() &&
           existing->dtype() == t.dtype()) {
         existing->copy_(t);
+      } else if (existing && existing->defined() && t.defined()) {
+        // Another dtype or shape: the copy's tensor takes a clone's data but keeps its
+        // identity, so members such as `weight` still name the registered tensor.
+        existing->set_data(t.clone());
       } else {
         Tensor c = t.defined() ? t.clone() : Tensor();
         if (params && c.defined()) c.requires_grad_(t.requires_grad());

@@ -189,8 +189,10 @@ class Module : public std::enable_shared_from_this<Module> {
   bool has_hooks() const { return !pre_hooks_.empty() || !post_hooks_.empty(); }
   // Used by clone(): copies this module's tensors and children into `copy`.
   void clone_into(Module& copy) const;
-  // The registered submodules themselves (stable: containers iterate them).
+  // The registered submodules and parameters themselves (stable: containers iterate them).
   const OrderedDict<std::string, std::shared_ptr<Module>>& children_dict() const { return children_; }
+  OrderedDict<std::string, Tensor>& parameters_dict() { return params_; }
+  const OrderedDict<std::string, Tensor>& parameters_dict() const { return params_; }
   // Makes *this a deep copy of other (same type): Cloneable assigns a full clone, so that
   // members that are not tensors are copied too; otherwise only the tensor values.
   virtual void assign_clone_of(const Module& other) { other.clone_into(*this); }
@@ -209,8 +211,8 @@ class Module : public std::enable_shared_from_this<Module> {
                OrderedDict<std::string, Tensor>& out) const;
 
   mutable std::string name_;
-  OrderedDict<std::string, Tensor> params_;
-  OrderedDict<std::string, Tensor> buffers_;
+  OrderedDict<std::string, Tensor> params_{std::string("Parameter")};
+  OrderedDict<std::string, Tensor> buffers_{std::string("Buffer")};
   std::vector<std::string> non_persistent_;
   OrderedDict<std::string, std::shared_ptr<Module>> children_;
   struct PreHook {

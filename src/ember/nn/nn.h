@@ -7,6 +7,7 @@
 #include "ember/nn/module.h"
 #include "ember/nn/modules/activation.h"
 #include "ember/nn/modules/container.h"
+#include "ember/nn/modules/parameter_containers.h"
 #include "ember/nn/modules/linear.h"
 #include "ember/nn/loss.h"
 // Normalisation, embedding and bilinear layers.

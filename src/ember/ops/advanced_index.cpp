@@ -700,9 +700,7 @@ Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& val
   autograd::check_inplace_cheap(self_mut(), op);
   const IndexPlan plan = make_plan(self_mut(), indices, op);
   const IntArrayRef rs = plan.result_shape;
-  // Leading size-1 dims of values beyond the result's rank are dropped (as PyTorch does).
-  Tensor vals = values;
-  while (vals.dim() > static_cast<int64_t>(rs.size()) && vals.size(0) == 1) vals = vals.squeeze(0);
+  const Tensor& vals = values;
   bool ok = vals.dim() <= static_cast<int64_t>(rs.size());
   for (int64_t i = 0; ok && i < vals.dim(); ++i) {
     const int64_t v = vals.sizes()[i], t = rs[rs.size() - vals.dim() + i];

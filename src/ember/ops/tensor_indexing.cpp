@@ -216,9 +216,13 @@ Tensor index_list(const Tensor& self, const TensorIndex* items, size_t count) {
   return r.view.index(r.advanced);
 }
 
-void index_put_list(Tensor& self, const TensorIndex* items, size_t count, const Tensor& values) {
+void index_put_list(Tensor& self, const TensorIndex* items, size_t count, const Tensor& values_in) {
   detail::OpNameScope scope("index_put_");
-  EMBER_CHECK(values.defined(), "[index_put_] values is an undefined tensor");
+  EMBER_CHECK(values_in.defined(), "[index_put_] values is an undefined tensor");
+  // The value's leading size-1 dims are dropped first, as libtorch's indexing API does
+  // (x.index_put_({0}, v) with v [1, 1, n] writes a row of n).
+  Tensor values = values_in;
+  while (values.dim() > 0 && values.size(0) == 1) values = values.squeeze(0);
   Indexed r = apply_indices(self, items, count, "index_put_");
   if (!r.advanced.empty()) {
     r.view.index_put_(r.advanced, values);  // refuses a values dtype other than self's, as libtorch

@@ -228,6 +228,7 @@ class AnyModule {
 
 // Declares which trailing arguments of a module's forward() have defaults, so AnyModule
 // and Sequential can be called without them: FORWARD_HAS_DEFAULT_ARGS({1, AnyValue(2)}).
+#ifndef FORWARD_HAS_DEFAULT_ARGS  // (libtorch's own, when both are included, is kept)
 #define FORWARD_HAS_DEFAULT_ARGS(...)                                                              \
  public:                                                                                           \
   bool _forward_has_default_args() override { return true; }                                      \
@@ -249,3 +250,4 @@ class AnyModule {
   }                                                                                                \
                                                                                                    \
  private:
+#endif

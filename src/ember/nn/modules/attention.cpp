@@ -165,9 +165,9 @@ MultiheadAttentionImpl::MultiheadAttentionImpl(const MultiheadAttentionOptions& 
     q_proj_weight = register_parameter("q_proj_weight", empty({E, E}));
     k_proj_weight = register_parameter("k_proj_weight", empty({E, options.kdim()}));
     v_proj_weight = register_parameter("v_proj_weight", empty({E, options.vdim()}));
-    register_parameter("in_proj_weight", Tensor());
+    register_parameter("in_proj_weight", Tensor(), false);
   }
-  in_proj_bias = register_parameter("in_proj_bias", options.bias() ? empty({3 * E}) : Tensor());
+  in_proj_bias = register_parameter("in_proj_bias", options.bias() ? empty({3 * E}) : Tensor(), options.bias());
   out_proj = register_module("out_proj", Linear(LinearOptions(E, E).bias(options.bias())));
   reset_parameters();
 }

@@ -20,7 +20,7 @@ BilinearImpl::BilinearImpl(const BilinearOptions& options_) : Cloneable("Bilinea
 void BilinearImpl::reset() {
   weight = register_parameter("weight",
                               empty({options.out_features(), options.in1_features(), options.in2_features()}));
-  bias = register_parameter("bias", options.bias() ? empty({options.out_features()}) : Tensor());
+  bias = register_parameter("bias", options.bias() ? empty({options.out_features()}) : Tensor(), options.bias());
   reset_parameters();
 }
 

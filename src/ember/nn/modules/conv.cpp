@@ -59,7 +59,7 @@ void make_parameters(Module& m, const ConvOptions<D>& o, bool transposed, Tensor
                                : DimVector{o.out_channels(), o.in_channels() / o.groups()};
   for (int64_t k : o.kernel_size()) shape.push_back(k);
   weight = m.register_parameter("weight", empty(shape));
-  bias = m.register_parameter("bias", o.bias() ? empty({o.out_channels()}) : Tensor());
+  bias = m.register_parameter("bias", o.bias() ? empty({o.out_channels()}) : Tensor(), o.bias());
 }
 
 void init_parameters(Tensor& weight, Tensor& bias) {

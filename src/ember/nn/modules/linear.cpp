@@ -20,7 +20,7 @@ LinearImpl::LinearImpl(const LinearOptions& options_) : Cloneable("Linear"), opt
 
 void LinearImpl::reset() {
   weight = register_parameter("weight", empty({options.out_features(), options.in_features()}));
-  bias = register_parameter("bias", options.bias() ? empty({options.out_features()}) : Tensor());
+  bias = register_parameter("bias", options.bias() ? empty({options.out_features()}) : Tensor(), options.bias());
   reset_parameters();
 }
 

@@ -212,8 +212,8 @@ RNNCellBase::RNNCellBase(std::string name, const RNNCellOptions& options, int64_
   const int64_t G = gates * options.hidden_size();
   weight_ih = register_parameter("weight_ih", empty({G, options.input_size()}));
   weight_hh = register_parameter("weight_hh", empty({G, options.hidden_size()}));
-  bias_ih = register_parameter("bias_ih", options.bias() ? empty({G}) : Tensor());
-  bias_hh = register_parameter("bias_hh", options.bias() ? empty({G}) : Tensor());
+  bias_ih = register_parameter("bias_ih", options.bias() ? empty({G}) : Tensor(), options.bias());
+  bias_hh = register_parameter("bias_hh", options.bias() ? empty({G}) : Tensor(), options.bias());
   reset_parameters();
 }
 
