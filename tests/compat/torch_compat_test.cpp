@@ -567,4 +567,31 @@ TEST(TorchCompat, ParameterDictAndList) {
   EXPECT_EQ(opt.param_groups()[0].params().size(), 3u);
 }
 
+
+// Reading grad() of a non-leaf warns (backward never fills it); anomaly mode names the
+// forward call of a node whose backward fails.
+TEST(TorchCompat, NonLeafGradAndAnomalyWarnings) {
+  std::vector<std::string> seen;
+  ember::set_warning_handler([&](const std::string& w) { seen.push_back(w); });
+  torch::Tensor input = torch::rand({1, 3}, torch::requires_grad());
+  torch::Tensor h1 = input * 3;
+  EXPECT_FALSE(h1.grad().defined());
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_TRUE(contains(seen[0], "is not a leaf"));
+  h1.retain_grad();
+  EXPECT_FALSE(h1.grad().defined());
+  EXPECT_EQ(seen.size(), 1u);
+  {
+    torch::autograd::DetectAnomalyGuard anomaly;
+    torch::Tensor x = torch::tensor({5.0}, torch::requires_grad());
+    torch::Tensor y = x * x;
+    torch::Tensor z = y * y;
+    y += 1;
+    EXPECT_TRUE(contains(error_of([&] { z.backward(); }), "inplace"));
+  }
+  ember::set_warning_handler(nullptr);
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_TRUE(contains(seen[1], "Traceback of forward call"));
+}
+
 }  // namespace

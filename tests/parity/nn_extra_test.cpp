@@ -321,42 +321,32 @@ TEST(NNExtraParity, AtenFunctions) {
 
 // Convolutions with padding_mode reflect / replicate / circular (the module pads the input
 // by that mode, then convolves): forward and input gradient against libtorch's modules.
+template <typename EM, typename TM, typename TOptions>
+void check_padding_mode(const std::string& what, EM em, TOptions to, const std::string& mode, const ET& x) {
+  if (mode == "reflect") to.padding_mode(torch::kReflect);
+  if (mode == "replicate") to.padding_mode(torch::kReplicate);
+  if (mode == "circular") to.padding_mode(torch::kCircular);
+  TM tm(to);
+  em->to(ember::kFloat64);
+  tm->to(torch::kFloat64);
+  {
+    torch::NoGradGuard no_grad;
+    tm->weight.copy_(parity::to_torch(em->weight));
+    tm->bias.copy_(parity::to_torch(em->bias));
+  }
+  parity::check_grad_parity(
+      what + " padding_mode " + mode, [&](const EV& v) { return em(v[0]); }, [&](const TV& v) { return tm(v[0]); },
+      {x});
+}
+
 TEST(NNExtraParity, ConvPaddingModes) {
-  for (const char* mode : {"reflect", "replicate", "circular"}) {
-    ember::nn::Conv2d em(ember::nn::Conv2dOptions(3, 4, 3).padding(1).padding_mode(mode));
-    torch::nn::Conv2dOptions to(3, 4, 3);
-    to.padding(1);
-    if (std::string(mode) == "reflect") to.padding_mode(torch::kReflect);
-    if (std::string(mode) == "replicate") to.padding_mode(torch::kReplicate);
-    if (std::string(mode) == "circular") to.padding_mode(torch::kCircular);
-    torch::nn::Conv2d tm(to);
-    em->to(ember::kFloat64);
-    tm->to(torch::kFloat64);
-    {
-      torch::NoGradGuard no_grad;
-      tm->weight.copy_(parity::to_torch(em->weight));
-      tm->bias.copy_(parity::to_torch(em->bias));
-    }
-    parity::check_grad_parity(
-        std::string("conv2d padding_mode ") + mode, [&](const EV& v) { return em(v[0]); },
-        [&](const TV& v) { return tm(v[0]); }, {RT({2, 3, 6, 5})});
-    ember::nn::Conv1d e1(ember::nn::Conv1dOptions(3, 2, 2).padding(1).padding_mode(mode));
-    torch::nn::Conv1dOptions t1o(3, 2, 2);
-    t1o.padding(1);
-    if (std::string(mode) == "reflect") t1o.padding_mode(torch::kReflect);
-    if (std::string(mode) == "replicate") t1o.padding_mode(torch::kReplicate);
-    if (std::string(mode) == "circular") t1o.padding_mode(torch::kCircular);
-    torch::nn::Conv1d t1(t1o);
-    e1->to(ember::kFloat64);
-    t1->to(torch::kFloat64);
-    {
-      torch::NoGradGuard no_grad;
-      t1->weight.copy_(parity::to_torch(e1->weight));
-      t1->bias.copy_(parity::to_torch(e1->bias));
-    }
-    parity::check_grad_parity(
-        std::string("conv1d padding_mode ") + mode, [&](const EV& v) { return e1(v[0]); },
-        [&](const TV& v) { return t1(v[0]); }, {R({2, 3, 7})});
+  for (const std::string mode : {"reflect", "replicate", "circular"}) {
+    check_padding_mode<ember::nn::Conv2d, torch::nn::Conv2d>(
+        "conv2d", ember::nn::Conv2d(ember::nn::Conv2dOptions(3, 4, 3).padding(1).padding_mode(mode)),
+        torch::nn::Conv2dOptions(3, 4, 3).padding(1), mode, RT({2, 3, 6, 5}));
+    check_padding_mode<ember::nn::Conv1d, torch::nn::Conv1d>(
+        "conv1d", ember::nn::Conv1d(ember::nn::Conv1dOptions(3, 2, 2).padding(1).padding_mode(mode)),
+        torch::nn::Conv1dOptions(3, 2, 2).padding(1), mode, R({2, 3, 7}));
   }
 }
 

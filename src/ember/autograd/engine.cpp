@@ -227,7 +227,19 @@ class GraphTask {
     if (profiler::is_enabled()) record.emplace(node->name(), profiler::EventKind::Backward);
     {
       AutoGradMode mode(create_graph_);
-      outputs = node->apply(std::move(inputs));
+      if (AnomalyMode::is_enabled() && !node->forward_trace().empty()) {
+        // Anomaly mode names the forward call of a node whose backward fails (as PyTorch's
+        // "Error detected in ..." warning), then lets the error through.
+        try {
+          outputs = node->apply(std::move(inputs));
+        } catch (const std::exception&) {
+          warn("[autograd] Error detected in " + node->name() +
+               ". Traceback of forward call that caused the error:\n" + node->forward_trace());
+          throw;
+        }
+      } else {
+        outputs = node->apply(std::move(inputs));
+      }
     }
     if (!keep_graph_) node->release_variables();
     if (accumulate) return outputs;

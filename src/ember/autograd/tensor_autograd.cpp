@@ -6,6 +6,7 @@
 #include "ember/autograd/autograd_meta.h"
 #include "ember/autograd/record.h"
 #include "ember/core/check.h"
+#include "ember/core/warning.h"
 
 namespace ember {
 
@@ -28,7 +29,8 @@ bool Tensor::requires_grad() const {
 Tensor& Tensor::requires_grad_(bool requires_grad) const {
   check_defined(self_mut(), "requires_grad_");
   EMBER_CHECK(!requires_grad || is_floating_point(),
-              "[requires_grad_] only tensors of floating point dtype can require gradients, got ", dtype());
+              "[requires_grad_] Only Tensors of floating point and complex dtype can require gradients (ember has "
+              "no complex dtypes), got ", dtype(), "; convert it with .to(ember::kFloat32) first");
   AutogradMeta* meta = impl_->autograd_meta();
   if (meta && meta->grad_fn) {
     EMBER_CHECK(requires_grad, "[requires_grad_] you can only change requires_grad flags of leaf variables. If "
@@ -66,6 +68,12 @@ uint32_t Tensor::output_nr() const {
 const Tensor& Tensor::grad() const {
   check_defined(*this, "grad");
   const AutogradMeta* meta = impl_->autograd_meta();
+  if (meta && meta->grad_fn && !meta->retains_grad && !meta->grad.defined()) {
+    // A silent failure PyTorch also names: backward never fills a non-leaf's grad().
+    warn("[grad] The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+         "attribute won't be populated during backward(). Call .retain_grad() on the non-leaf Tensor if you want "
+         "its gradient, or read the leaf's .grad() instead");
+  }
   return meta ? meta->grad : kNoTensor;
 }
 
