@@ -44,7 +44,6 @@ using namespace ::ember;
 
 template <class T>
 using optional = std::optional<T>;
-using Dtype = ::ember::ScalarType;
 using std::make_unique;
 using std::make_optional;
 using std::nullopt;
@@ -159,7 +158,9 @@ using ::c10::TensorList;
 namespace data = ::ember::data::api;
 template <class T>
 using optional = std::optional<T>;
+using Dtype = ::ember::ScalarType;
 using std::make_optional;
+using std::make_unique;
 using std::nullopt;
 }  // namespace torch
 

@@ -594,4 +594,13 @@ TEST(TorchCompat, NonLeafGradAndAnomalyWarnings) {
   EXPECT_TRUE(contains(seen[1], "Traceback of forward call"));
 }
 
+
+TEST(TorchCompat, NamespaceAliases) {
+  torch::Dtype d = torch::kFloat64;
+  EXPECT_EQ(torch::ones({1}, d).dtype(), torch::kFloat64);
+  auto p = torch::make_unique<int>(3);
+  EXPECT_EQ(*p, 3);
+  EXPECT_EQ(torch::autograd::make_variable(torch::ones({2}), true).requires_grad(), true);
+}
+
 }  // namespace
