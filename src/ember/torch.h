@@ -162,6 +162,18 @@ using Dtype = ::ember::ScalarType;
 using std::make_optional;
 using std::make_unique;
 using std::nullopt;
+// Real namespaces (not only names seen through `using namespace ember`), so that code
+// which reopens `namespace torch { namespace nn { ... } }` extends them instead of
+// hiding ember's names behind a new, empty namespace.
+namespace nn {
+using namespace ::ember::nn;
+}  // namespace nn
+namespace optim {
+using namespace ::ember::optim;
+}  // namespace optim
+namespace autograd {
+using namespace ::ember::autograd;
+}  // namespace autograd
 }  // namespace torch
 
 namespace ember {

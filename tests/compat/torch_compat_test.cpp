@@ -10,6 +10,14 @@
 #include <string>
 #include <vector>
 
+
+namespace torch {
+namespace nn {
+// Code may reopen torch::nn (libtorch's own tests do); ember's names stay visible in it.
+inline int reopened_namespace_marker() { return 7; }
+}  // namespace nn
+}  // namespace torch
+
 namespace {
 
 using namespace torch::indexing;
@@ -601,6 +609,24 @@ TEST(TorchCompat, NamespaceAliases) {
   auto p = torch::make_unique<int>(3);
   EXPECT_EQ(*p, 3);
   EXPECT_EQ(torch::autograd::make_variable(torch::ones({2}), true).requires_grad(), true);
+}
+
+
+TEST(TorchCompat, ReopenedNamespacesAndSequentialMessages) {
+  EXPECT_EQ(torch::nn::reopened_namespace_marker(), 7);
+  torch::nn::Linear fc(2, 3);  // still ember's Linear through torch::nn
+  EXPECT_EQ(fc->options.out_features(), 3);
+  struct Five : torch::nn::Module {
+    int forward() { return 5; }
+  };
+  torch::nn::Sequential seq(Five{});
+  EXPECT_EQ(seq->forward<int>(), 5);
+  EXPECT_TRUE(contains(error_of([&] { seq->forward<float>(); }),
+                       "The type of the return value is int, but you asked for type float"));
+  seq->push_back("five", Five{});
+  EXPECT_EQ(seq->named_children().keys(), std::vector<std::string>({"0", "five"}));
+  torch::nn::Sequential bag(torch::nn::EmbeddingBag(10, 3));
+  EXPECT_EQ(bag->forward(torch::tensor({{1, 2}, {3, 4}})).sizes(), torch::IntArrayRef({2, 3}));
 }
 
 }  // namespace

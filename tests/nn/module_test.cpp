@@ -190,7 +190,7 @@ TEST(Containers, ModuleListAndDict) {
   dict->insert("act", nn::GELU());
   EXPECT_EQ(dict->keys(), (Keys{"enc", "act"}));
   EXPECT_EQ(dict->named_parameters().keys(), (Keys{"enc.weight", "enc.bias"}));
-  EXPECT_NE(ErrorOf([&] { (*dict)["nope"]; }).find("no module under key 'nope'"), std::string::npos);
+  EXPECT_NE(ErrorOf([&] { (*dict)["nope"]; }).find("Module 'nope' is not defined"), std::string::npos);
 }
 
 TEST(Init, GainsFansAndDistributions) {

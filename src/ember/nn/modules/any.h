@@ -228,8 +228,7 @@ class AnyModule {
 
 // Declares which trailing arguments of a module's forward() have defaults, so AnyModule
 // and Sequential can be called without them: FORWARD_HAS_DEFAULT_ARGS({1, AnyValue(2)}).
-#ifndef FORWARD_HAS_DEFAULT_ARGS  // (libtorch's own, when both are included, is kept)
-#define FORWARD_HAS_DEFAULT_ARGS(...)                                                              \
+#define EMBER_FORWARD_HAS_DEFAULT_ARGS(...)                                                              \
  public:                                                                                           \
   bool _forward_has_default_args() override { return true; }                                      \
   unsigned int _forward_num_required_args() override {                                            \
@@ -250,4 +249,8 @@ class AnyModule {
   }                                                                                                \
                                                                                                    \
  private:
+
+// libtorch's name for it (libtorch's own is kept when both headers are included).
+#ifndef FORWARD_HAS_DEFAULT_ARGS
+#define FORWARD_HAS_DEFAULT_ARGS(...) EMBER_FORWARD_HAS_DEFAULT_ARGS(__VA_ARGS__)
 #endif

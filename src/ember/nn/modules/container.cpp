@@ -20,6 +20,11 @@ void SequentialImpl::extend(const SequentialImpl& other) {
   }
 }
 
+void SequentialImpl::throw_return_type(const std::type_info& actual, const std::type_info& asked) {
+  EMBER_ERROR("[nn.Sequential] The type of the return value is ", detail::type_name(actual), ", but you asked for type ",
+              detail::type_name(asked));
+}
+
 void SequentialImpl::check_not_empty() const {
   EMBER_CHECK(!modules_.empty(), "[nn.Sequential] Cannot call forward() on an empty Sequential; push_back modules first");
 }
@@ -164,7 +169,7 @@ void ModuleDictImpl::insert(const std::string& key, std::shared_ptr<Module> modu
 std::shared_ptr<Module> ModuleDictImpl::operator[](const std::string& key) const {
   const auto named = named_children();
   const auto* m = named.find(key);
-  EMBER_CHECK(m != nullptr, "[nn.ModuleDict] no module under key '", key, "'");
+  EMBER_CHECK(m != nullptr, "[nn.ModuleDict] Module '", key, "' is not defined in this ModuleDict");
   return *m;
 }
 

@@ -67,6 +67,10 @@ class SequentialImpl : public Module {
   void push_back(const std::string& name, const Holder& holder) {
     push_back(name, holder.ptr());
   }
+  template <typename M, typename = std::enable_if_t<std::is_base_of_v<Module, std::decay_t<M>>>>
+  void push_back(const std::string& name, M&& module) {
+    push_back(name, std::make_shared<std::decay_t<M>>(std::forward<M>(module)));
+  }
   // Appends the children of other (sharing them).
   void extend(const SequentialImpl& other);
 
@@ -78,7 +82,9 @@ class SequentialImpl : public Module {
                   (std::is_convertible_v<In, const Tensor&> && ...)) {
       return forward(static_cast<const Tensor&>(inputs)...);
     } else {
-      return any_forward(std::forward<In>(inputs)...).template get<R>();
+      AnyValue out = any_forward(std::forward<In>(inputs)...);
+      if (R* r = out.template try_get<R>()) return std::move(*r);
+      throw_return_type(out.type_info(), typeid(R));
     }
   }
   template <typename... In>
@@ -118,6 +124,7 @@ class SequentialImpl : public Module {
   auto end() const { return modules_.end(); }
 
  private:
+  [[noreturn]] static void throw_return_type(const std::type_info& actual, const std::type_info& asked);
   void push_back_impl(const std::string& name, std::shared_ptr<Module> module, AnyModule any);
   void check_not_empty() const;
   // Child i on one value (the previous child's output), or several for the first.

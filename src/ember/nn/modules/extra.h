@@ -14,6 +14,7 @@
 
 #include "ember/nn/functional_extra.h"
 #include "ember/nn/module.h"
+#include "ember/nn/modules/any.h"
 
 namespace ember::nn {
 
@@ -282,6 +283,8 @@ class EmbeddingBagImpl : public Cloneable<EmbeddingBagImpl> {
   void reset() override;
   void reset_parameters();
   Tensor forward(const Tensor& input, const Tensor& offsets = {}, const Tensor& per_sample_weights = {});
+  EMBER_FORWARD_HAS_DEFAULT_ARGS({1, AnyValue(Tensor())}, {2, AnyValue(Tensor())})
+ public:
   Tensor operator()(const Tensor& input, const Tensor& offsets = {}, const Tensor& per_sample_weights = {}) {
     return forward(input, offsets, per_sample_weights);
   }
