@@ -158,7 +158,7 @@ TEST(NNExtra, ErrorMessages) {
   EXPECT_NE(ErrorOf([] { F::interpolate(randn({1, 1, 3}), F::InterpolateFuncOptions()); }).find("exactly one of size"),
             std::string::npos);
   EXPECT_NE(ErrorOf([] { F::interpolate(randn({1, 1, 3}), F::InterpolateFuncOptions().size(std::vector<int64_t>{4}).mode(kBicubic)); })
-                .find("'bicubic' is not supported"),
+                .find("mode 'bicubic' expects a 4-D input"),
             std::string::npos);
   EXPECT_NE(ErrorOf([] { F::prelu(randn({2, 3}), ones({4})); }).find("[prelu] weight has 4 values"), std::string::npos);
   EXPECT_NE(ErrorOf([] { F::fold(randn({1, 5, 4}), F::FoldFuncOptions(4, 2)); }).find("divisible by the kernel size"),

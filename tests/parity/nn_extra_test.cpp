@@ -7,6 +7,7 @@
 #include <ember/compat/aten.h>
 #include <ember/ember.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -347,6 +348,167 @@ TEST(NNExtraParity, ConvPaddingModes) {
     check_padding_mode<ember::nn::Conv1d, torch::nn::Conv1d>(
         "conv1d", ember::nn::Conv1d(ember::nn::Conv1dOptions(3, 2, 2).padding(1).padding_mode(mode)),
         torch::nn::Conv1dOptions(3, 2, 2).padding(1), mode, R({2, 3, 7}));
+  }
+}
+
+
+TEST(NNExtraParity, GridSampleModesAndPaddings) {
+  // Grid values beyond [-1, 1] too, so every padding mode has work to do.
+  ET grid = R({2, 3, 6, 2}) * 0.9;
+  ET input = RT({2, 3, 5, 4});
+  for (const bool align : {false, true}) {
+    for (const std::string padding : {"zeros", "border", "reflection"}) {
+      for (const std::string mode : {"bilinear", "bicubic"}) {
+        const std::string name = mode + " " + padding + (align ? " aligned" : "");
+        auto eopt = EF::GridSampleFuncOptions().mode(mode).padding_mode(padding).align_corners(align);
+        // libtorch 1.13's F::grid_sample options have no bicubic: call ATen's grid_sampler
+        // (interpolation 0 bilinear, 2 bicubic; padding 0 zeros, 1 border, 2 reflection).
+        const int64_t tmode = mode == "bicubic" ? 2 : 0;
+        const int64_t tpad = padding == "zeros" ? 0 : padding == "border" ? 1 : 2;
+        run({{name, [eopt](const EV& v) { return EF::grid_sample(v[0], v[1], eopt); },
+              [tmode, tpad, align](const TV& v) { return torch::grid_sampler(v[0], v[1], tmode, tpad, align); },
+              {input, grid}}});
+      }
+      // nearest: no gradient to the grid, so it is a constant here.
+      auto eopt = EF::GridSampleFuncOptions().mode("nearest").padding_mode(padding).align_corners(align);
+      auto topt = TF::GridSampleFuncOptions().mode(torch::kNearest).align_corners(align);
+      if (padding == "border") topt.padding_mode(torch::kBorder);
+      if (padding == "reflection") topt.padding_mode(torch::kReflection);
+      TT tgrid = parity::to_torch(grid);
+      run({{"nearest " + padding + (align ? " aligned" : ""),
+            [eopt, grid](const EV& v) { return EF::grid_sample(v[0], grid, eopt); },
+            [topt, tgrid](const TV& v) { return TF::grid_sample(v[0], tgrid, topt); }, {input}}});
+    }
+  }
+  // Default options are bilinear, zeros, align_corners false.
+  run({{"defaults", [](const EV& v) { return EF::grid_sample(v[0], v[1]); },
+        [](const TV& v) { return TF::grid_sample(v[0], v[1], TF::GridSampleFuncOptions().align_corners(false)); },
+        {input, grid}}});
+  try {
+    EF::grid_sample(R({1, 2, 3, 3, 3}), R({1, 2, 2, 2, 3}));
+    ADD_FAILURE() << "5-D input should be refused";
+  } catch (const ember::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[grid_sample]"), std::string::npos) << e.what();
+  }
+}
+
+TEST(NNExtraParity, BicubicInterpolation) {
+  ET x = RT({2, 3, 5, 7});
+  for (const bool align : {false, true}) {
+    run({{std::string("bicubic size") + (align ? " aligned" : ""),
+          [align](const EV& v) {
+            return EF::interpolate(v[0], EF::InterpolateFuncOptions().size(std::vector<int64_t>{9, 4}).mode("bicubic").align_corners(align));
+          },
+          [align](const TV& v) {
+            return TF::interpolate(v[0], TF::InterpolateFuncOptions().size(std::vector<int64_t>{9, 4}).mode(torch::kBicubic).align_corners(align));
+          },
+          {x}},
+         {std::string("bicubic scale") + (align ? " aligned" : ""),
+          [align](const EV& v) {
+            return EF::interpolate(v[0], EF::InterpolateFuncOptions().scale_factor(std::vector<double>{1.5, 0.6}).mode("bicubic").align_corners(align));
+          },
+          [align](const TV& v) {
+            return TF::interpolate(v[0], TF::InterpolateFuncOptions().scale_factor(std::vector<double>{1.5, 0.6}).mode(torch::kBicubic).align_corners(align));
+          },
+          {x}}});
+  }
+}
+
+
+TEST(NNExtraParity, CTCLoss) {
+  const int64_t T = 12, N = 3, C = 6;
+  ET logits = RT({T, N, C});  // non-contiguous
+  ET padded = ember::tensor(std::vector<int64_t>{1, 2, 2, 5, 3, 3, 3, 0, 4, 1, 0, 0}).view({N, 4});
+  ET concat = ember::tensor(std::vector<int64_t>{1, 2, 2, 5, 3, 3, 3, 4, 1});
+  ET in_len = ember::tensor(std::vector<int64_t>{12, 9, 7});
+  ET tg_len = ember::tensor(std::vector<int64_t>{4, 3, 2});
+  using Red = ember::nn::Reduction;
+  for (const ET& targets : {padded, concat}) {
+    for (int r = 0; r < 3; ++r) {
+      const std::string name = std::string(targets.dim() == 2 ? "padded" : "concatenated") + " reduction " +
+                               std::to_string(r);
+      auto eopt = EF::CTCLossFuncOptions().reduction(r == 0 ? Red::None : r == 1 ? Red::Sum : Red::Mean);
+      auto topt = TF::CTCLossFuncOptions();
+      if (r == 0) topt.reduction(torch::kNone);
+      if (r == 1) topt.reduction(torch::kSum);
+      run({{name, [eopt](const EV& v) { return EF::ctc_loss(v[0].log_softmax(2), v[1], v[2], v[3], eopt); },
+            [topt](const TV& v) { return TF::ctc_loss(v[0].log_softmax(2), v[1], v[2], v[3], topt); },
+            {logits, targets, in_len, tg_len}}});
+    }
+  }
+  // A leaf log_probs gets PyTorch's gradient directly; blank elsewhere than 0.
+  ET lp = R({T, N, C}).log_softmax(2);
+  ET t5 = ember::tensor(std::vector<int64_t>{1, 2, 2, 0, 3, 3, 3, 4, 1});
+  run({{"blank 5, leaf log_probs", [](const EV& v) { return EF::ctc_loss(v[0], v[1], v[2], v[3], EF::CTCLossFuncOptions().blank(5)); },
+        [](const TV& v) { return TF::ctc_loss(v[0], v[1], v[2], v[3], TF::CTCLossFuncOptions().blank(5)); },
+        {lp, t5, in_len, tg_len}}});
+  // Too short an input for its target: inf, or 0 with zero_infinity (and a zero gradient).
+  ET short_len = ember::tensor(std::vector<int64_t>{12, 2, 7});
+  run({{"zero_infinity", [](const EV& v) {
+          return EF::ctc_loss(v[0].log_softmax(2), v[1], v[2], v[3], EF::CTCLossFuncOptions().zero_infinity(true).reduction(ember::nn::Reduction::None));
+        },
+        [](const TV& v) {
+          return TF::ctc_loss(v[0].log_softmax(2), v[1], v[2], v[3], TF::CTCLossFuncOptions().zero_infinity(true).reduction(torch::kNone));
+        },
+        {logits, padded, short_len, tg_len}}});
+  // Unbatched: [T, C] with a 1-D target.
+  run({{"unbatched", [](const EV& v) { return EF::ctc_loss(v[0].log_softmax(1), v[1], v[2], v[3]); },
+        [](const TV& v) { return TF::ctc_loss(v[0].log_softmax(1), v[1], v[2], v[3]); },
+        {R({T, C}), ember::tensor(std::vector<int64_t>{2, 3, 3}), ember::tensor(std::vector<int64_t>{10}).view({}),
+         ember::tensor(std::vector<int64_t>{3}).view({})}}});
+  auto err = [&](auto f) {
+    try {
+      f();
+    } catch (const ember::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  EXPECT_NE(err([&] { EF::ctc_loss(lp, padded, in_len.to(ember::kFloat32), tg_len); }).find("input_lengths must be integral"),
+            std::string::npos);
+  EXPECT_NE(err([&] { EF::ctc_loss(lp, padded.narrow(1, 0, 3), in_len, tg_len); })
+                .find("Expected tensor to have size at least 4 at dimension 1"),
+            std::string::npos);
+  EXPECT_NE(err([&] { EF::ctc_loss(lp, padded, ember::tensor(std::vector<int64_t>{13, 9, 7}), tg_len); })
+                .find("[ctc_loss]"),
+            std::string::npos);
+}
+
+TEST(NNExtraParity, AdaptiveLogSoftmaxWithLoss) {
+  ember::nn::AdaptiveLogSoftmaxWithLoss e(ember::nn::AdaptiveLogSoftmaxWithLossOptions(8, 10, {4, 8}).div_value(2.).head_bias(true));
+  torch::nn::AdaptiveLogSoftmaxWithLoss t(torch::nn::AdaptiveLogSoftmaxWithLossOptions(8, 10, {4, 8}).div_value(2.).head_bias(true));
+  auto ep = e->named_parameters();
+  auto tp = t->named_parameters();
+  ASSERT_EQ(ep.keys(), tp.keys());
+  {
+    torch::NoGradGuard ng;
+    for (auto& item : tp) item.value().copy_(parity::to_torch(ep[item.key()]));
+  }
+  ET x = ember::randn({8, 7}).t();  // [7, 8], non-contiguous
+  ET y = ember::tensor(std::vector<int64_t>{0, 3, 4, 7, 8, 9, 2});
+  x.requires_grad_(true);
+  TT tx = parity::to_torch(x).requires_grad_(true);
+  auto eo = e(x, y);
+  auto to = t(tx, parity::to_torch(y));
+  parity::expect_tensor_close(eo.output, to.output, "output", 1e-5, 1e-6);
+  EXPECT_NEAR(eo.loss, to.loss, 1e-5);
+  eo.output.sum().backward();
+  to.output.sum().backward();
+  parity::expect_tensor_close(x.grad(), tx.grad(), "input grad", 1e-4, 1e-6);
+  for (auto& item : t->named_parameters()) {
+    parity::expect_tensor_close(ep[item.key()].grad(), item.value().grad(), "grad of " + item.key(), 1e-4, 1e-6);
+  }
+  parity::expect_tensor_close(e->log_prob(x.detach()), t->log_prob(tx.detach()), "log_prob", 1e-5, 1e-6);
+  parity::expect_tensor_close(e->predict(x.detach()), t->predict(tx.detach()), "predict", 0, 0);
+  std::ostringstream os;
+  os << *e;
+  EXPECT_NE(os.str().find("(head): torch::nn::Linear(in_features=8, out_features=6, bias=true)"), std::string::npos)
+      << os.str();
+  try {
+    e(x, ember::tensor(std::vector<int64_t>{0, 3, 4, 7, 8, 9, 10}));
+    ADD_FAILURE() << "out-of-range target accepted";
+  } catch (const ember::Error& err) {
+    EXPECT_NE(std::string(err.what()).find("Target values should be in [0, 9]"), std::string::npos) << err.what();
   }
 }
 

@@ -221,4 +221,74 @@ TEST(TransformerParity, EncoderLayerPostAndPreNormEval) {
   }
 }
 
+
+TEST(AttentionParity, MultiheadAttentionBiasKvZeroAttnAndKdim) {
+  for (int variant = 0; variant < 4; ++variant) {
+    const bool bias_kv = variant & 1, zero_attn = variant & 2;
+    SCOPED_TRACE("add_bias_kv=" + std::to_string(bias_kv) + " add_zero_attn=" + std::to_string(zero_attn));
+    ember::nn::MultiheadAttention e(
+        ember::nn::MultiheadAttentionOptions(6, 3).add_bias_kv(bias_kv).add_zero_attn(zero_attn).kdim(5).vdim(5));
+    // libtorch 1.13's C++ forward asserts key and value have the same sizes, so kdim == vdim
+    // here (both differ from embed_dim: separate q/k/v projection weights).
+    torch::nn::MultiheadAttention t(
+        torch::nn::MultiheadAttentionOptions(6, 3).add_bias_kv(bias_kv).add_zero_attn(zero_attn).kdim(5).vdim(5));
+    copy_params(*e, *t);
+    EXPECT_FALSE(e->_qkv_same_embed_dim);
+    EXPECT_EQ(e->bias_k.defined(), bias_kv);
+    const int64_t N = 2, L = 3, S = 4;
+    // [L, N, E] layout; non-contiguous query (a transpose).
+    ET q = ember::randn({N, L, 6}).transpose(0, 1).requires_grad_();
+    ET k = ember::randn({S, N, 5}).requires_grad_();
+    ET v = ember::randn({S, N, 5}).requires_grad_();
+    ET kpm = ember::zeros({N, S}, ember::TensorOptions(ember::kBool));
+    kpm.select(0, 1).narrow(0, S - 1, 1).fill_(true);
+    ET am = ember::randn({L, S});
+    TT tq = parity::to_torch(q).requires_grad_(), tk = parity::to_torch(k).requires_grad_(),
+       tv = parity::to_torch(v).requires_grad_();
+    auto [out, w] = e(q, k, v, kpm, true, am);
+    auto [tout, tw] = t(tq, tk, tv, parity::to_torch(kpm), true, parity::to_torch(am));
+    expect_tensor_close(out, tout, "attn_output", 1e-5, 1e-6);
+    expect_tensor_close(w, tw, "attn_weights", 1e-5, 1e-6);
+    auto [g1, tg1] = grad_like(out);
+    (out * g1).sum().backward();
+    (tout * tg1).sum().backward();
+    expect_tensor_close(q.grad(), tq.grad(), "query grad", 1e-4, 1e-5);
+    expect_tensor_close(k.grad(), tk.grad(), "key grad", 1e-4, 1e-5);
+    expect_tensor_close(v.grad(), tv.grad(), "value grad", 1e-4, 1e-5);
+    expect_param_grads(*e, *t, 1e-4);
+  }
+}
+
+TEST(AttentionParity, MultiHeadAttentionForwardFunctionalWithStaticKv) {
+  namespace EF = ember::nn::functional;
+  namespace TF = torch::nn::functional;
+  const int64_t E = 6, H = 2, N = 2, L = 3, S = 5;
+  ET w_in = ember::randn({3 * E, E}), b_in = ember::randn({3 * E}), w_out = ember::randn({E, E}),
+     b_out = ember::randn({E});
+  ET q = ember::randn({L, N, E}), kv = ember::randn({S, N, E});
+  ET sk = ember::randn({N * H, S, E / H}), sv = ember::randn({N * H, S, E / H});
+  for (bool with_static : {false, true}) {
+    for (bool average : {true, false}) {
+      SCOPED_TRACE(std::string(with_static ? "static k/v" : "projected") + (average ? " averaged" : " per head"));
+      auto eo = EF::MultiheadAttentionForwardFuncOptions(E, H, w_in, b_in, ET(), ET(), false, 0.0, w_out, b_out)
+                    .training(false)
+                    .average_attn_weights(average);
+      auto to = TF::MultiheadAttentionForwardFuncOptions(E, H, parity::to_torch(w_in), parity::to_torch(b_in), TT(),
+                                                         TT(), false, 0.0, parity::to_torch(w_out),
+                                                         parity::to_torch(b_out))
+                    .training(false)
+                    .average_attn_weights(average);
+      if (with_static) {
+        eo.static_k(sk).static_v(sv);
+        to.static_k(parity::to_torch(sk)).static_v(parity::to_torch(sv));
+      }
+      auto [out, w] = EF::multi_head_attention_forward(q, kv, kv, eo);
+      auto [tout, tw] = TF::multi_head_attention_forward(parity::to_torch(q), parity::to_torch(kv),
+                                                         parity::to_torch(kv), to);
+      expect_tensor_close(out, tout, "output", 1e-5, 1e-6);
+      expect_tensor_close(w, tw, "weights", 1e-5, 1e-6);
+    }
+  }
+}
+
 }  // namespace rnn_parity

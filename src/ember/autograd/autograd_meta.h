@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "ember/core/tensor.h"
@@ -28,6 +29,9 @@ struct AutogradMeta {
   // post-accumulate-grad hooks (run after); removed hooks leave an empty slot.
   std::vector<std::function<Tensor(const Tensor&)>> leaf_hooks;
   std::vector<std::function<void(const Tensor&)>> post_accumulate_hooks;
+  // What removes each hook register_hook added, by registration position (libtorch's
+  // remove_hook(unsigned)); a removed one is empty.
+  std::vector<std::function<void()>> hook_removers;
   // retain_grad's hook id on grad_fn (-1: none). Hooks that refer back to this tensor
   // hold weak references to these flags, which die with the tensor.
   int retain_hook_id = -1;
@@ -36,6 +40,10 @@ struct AutogradMeta {
   // For a view created while grad mode was on: the version of the shared storage
   // when grad_fn was last set; an in-place change through another alias makes it stale.
   uint32_t attr_version = 0;
+  // For a view made by a custom op without a derivative (compat/library.h): the op's name.
+  // Modifying such a view in place, or its base (which would rewrite the view's history),
+  // is refused: no backward could route gradients through the op.
+  std::string view_forbids_inplace;
   // Backward passes accumulated into grad since it was created or cleared, and grad's
   // version after the last one (Note [Counting accumulations], node.cpp).
   uint32_t grad_accumulations = 0;

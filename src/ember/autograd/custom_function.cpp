@@ -55,9 +55,15 @@ variable_list AutogradContext::get_saved_variables() const {
   return out;
 }
 
+namespace detail {
+bool running_backward_needs(const Edge& e);  // engine.cpp
+}  // namespace detail
+
 bool AutogradContext::needs_input_grad(size_t index) const {
   std::shared_ptr<Node> fn = grad_fn_.lock();
-  return fn && fn->should_compute_output(index);
+  // In backward, an input whose gradient this backward does not use (grad() of other
+  // inputs) needs none either, as libtorch trims the graph task's edges.
+  return fn && fn->should_compute_output(index) && detail::running_backward_needs(fn->next_edge(index));
 }
 
 bool AutogradContext::needs_input_grad(std::initializer_list<std::pair<size_t, size_t>> ranges) const {

@@ -20,6 +20,7 @@
 
 #include <functional>
 #include <memory>
+#include <ranges>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -128,11 +129,22 @@ class CustomNode final : public Node {
 };
 
 namespace detail {
+// A list of tensors passed as one argument (variable_list, libtorch's TensorList).
+template <typename A>
+concept TensorRange = std::ranges::range<const A> && std::is_same_v<std::ranges::range_value_t<const A>, Tensor>;
+
 template <typename A>
 void collect_arg(variable_list& tensors, std::vector<bool>& is_tensor, const A& arg) {
   if constexpr (std::is_same_v<std::decay_t<A>, Tensor>) {
     tensors.push_back(arg);
     is_tensor.push_back(true);
+  } else if constexpr (TensorRange<A>) {
+    // A list of tensors (variable_list, libtorch's TensorList): each is an input of its
+    // own, with its own gradient from backward, as libtorch flattens them.
+    for (const Tensor& t : arg) {
+      tensors.push_back(t);
+      is_tensor.push_back(true);
+    }
   } else {
     is_tensor.push_back(false);
   }

@@ -135,24 +135,38 @@ RemovableHandle Tensor::register_hook_impl(std::function<Tensor(const Tensor&)> 
   check_defined(*this, "register_hook");
   EMBER_CHECK(requires_grad(), "[register_hook] cannot register a hook on a tensor that doesn't require gradient");
   AutogradMeta& meta = impl_->ensure_autograd_meta();
+  std::function<void()> remover;
   if (!meta.grad_fn) {
     meta.leaf_hooks.push_back(std::move(hook));
     const size_t slot = meta.leaf_hooks.size() - 1;
     TensorImpl* self = impl_.get();
     auto alive = meta.hooks_alive ? meta.hooks_alive : (meta.hooks_alive = std::make_shared<bool>(true));
     std::weak_ptr<bool> weak = alive;
-    return RemovableHandle([self, weak, slot] {
+    remover = [self, weak, slot] {
       if (weak.expired()) return;
       AutogradMeta* m = self->autograd_meta();
       if (m && slot < m->leaf_hooks.size()) m->leaf_hooks[slot] = nullptr;
-    });
+    };
+  } else {
+    std::shared_ptr<autograd::Node> fn = grad_fn();
+    const int id = fn->add_pre_hook(meta.output_nr, std::move(hook));
+    std::weak_ptr<autograd::Node> weak = fn;
+    remover = [weak, id] {
+      if (auto n = weak.lock()) n->remove_pre_hook(id);
+    };
   }
-  std::shared_ptr<autograd::Node> fn = grad_fn();
-  const int id = fn->add_pre_hook(meta.output_nr, std::move(hook));
-  std::weak_ptr<autograd::Node> weak = fn;
-  return RemovableHandle([weak, id] {
-    if (auto n = weak.lock()) n->remove_pre_hook(id);
-  });
+  meta.hook_removers.push_back(remover);
+  return RemovableHandle(std::move(remover));
+}
+
+void Tensor::remove_hook(unsigned position) const {
+  check_defined(*this, "remove_hook");
+  AutogradMeta* meta = impl_->autograd_meta();
+  EMBER_CHECK(meta && position < meta->hook_removers.size() && meta->hook_removers[position],
+              "[remove_hook] Invalid index: this tensor has no hook at position ", position, " (",
+              meta ? meta->hook_removers.size() : 0,
+              " registered by register_hook, in order from 0; a removed hook's position stays empty)");
+  std::exchange(meta->hook_removers[position], nullptr)();
 }
 
 RemovableHandle Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {

@@ -3,6 +3,7 @@
 #include "ember/nn/functional_extra.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -627,11 +628,15 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& o) {
               "[interpolate] give exactly one of size and scale_factor");
   const std::string& mode = o.mode();
   const bool linear = mode == "linear" || mode == "bilinear" || mode == "trilinear";
-  EMBER_CHECK(linear || mode == "nearest", "[interpolate] mode '", mode,
-              "' is not supported; use nearest, linear, bilinear or trilinear");
-  EMBER_CHECK(!o.align_corners() || linear, "[interpolate] align_corners applies to the linear modes only");
-  if (linear) {
-    const int64_t want = mode == "linear" ? 1 : mode == "bilinear" ? 2 : 3;
+  const bool cubic = mode == "bicubic";
+  EMBER_CHECK(linear || cubic || mode == "nearest", "[interpolate] mode '", mode,
+              "' is not supported; use nearest, linear, bilinear, bicubic or trilinear");
+  EMBER_CHECK(!o.align_corners() || linear || cubic,
+              "[interpolate] align_corners option can only be set with the interpolating modes: linear | bilinear | "
+              "bicubic | trilinear");
+  EMBER_CHECK(!o.antialias(), "[interpolate] antialias=true is not supported yet; downsample without it or blur first");
+  if (linear || cubic) {
+    const int64_t want = mode == "linear" ? 1 : (mode == "bilinear" || cubic) ? 2 : 3;
     EMBER_CHECK(want == D, "[interpolate] mode '", mode, "' expects a ", want + 2, "-D input, got ", input.sizes());
   }
   const bool align = o.align_corners().value_or(false);
@@ -655,6 +660,43 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& o) {
       scale = o.recompute_scale_factor().value_or(false) ? static_cast<double>(in) / static_cast<double>(out) : 1.0 / f;
     }
     EMBER_CHECK(out > 0, "[interpolate] the output size must be positive");
+    if (cubic) {
+      // Cubic convolution (A = -0.75) over the four source rows around each output, the
+      // source position unclamped and the taps clamped to the edge (as PyTorch's bicubic).
+      constexpr double A = -0.75;
+      std::array<std::vector<int64_t>, 4> taps;
+      std::array<std::vector<double>, 4> w4;
+      for (int k = 0; k < 4; ++k) {
+        taps[static_cast<size_t>(k)].resize(static_cast<size_t>(out));
+        w4[static_cast<size_t>(k)].resize(static_cast<size_t>(out));
+      }
+      for (int64_t j = 0; j < out; ++j) {
+        const double src = align ? (out > 1 ? static_cast<double>(j) * static_cast<double>(in - 1) /
+                                                  static_cast<double>(out - 1)
+                                            : 0.0)
+                                 : (static_cast<double>(j) + 0.5) * scale - 0.5;
+        const double f = std::floor(src), t = src - f;
+        const auto near = [](double v) { return ((A + 2.0) * v - (A + 3.0)) * v * v + 1.0; };
+        const auto far = [](double v) { return ((A * v - 5.0 * A) * v + 8.0 * A) * v - 4.0 * A; };
+        const double wk[4] = {far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)};
+        for (int k = 0; k < 4; ++k) {
+          const auto uj = static_cast<size_t>(j);
+          taps[static_cast<size_t>(k)][uj] =
+              std::clamp<int64_t>(static_cast<int64_t>(f) - 1 + k, 0, in - 1);
+          w4[static_cast<size_t>(k)][uj] = wk[k];
+        }
+      }
+      DimVector wshape(static_cast<size_t>(x.dim()), 1);
+      wshape[static_cast<size_t>(dim)] = out;
+      Tensor acc;
+      for (size_t k = 0; k < 4; ++k) {
+        Tensor term = x.index_select(dim, tensor(taps[k])) *
+                      tensor(w4[k], TensorOptions(kFloat64)).to(x.dtype()).view(wshape);
+        acc = acc.defined() ? acc + term : term;
+      }
+      x = acc;
+      continue;
+    }
     if (!linear) {
       std::vector<int64_t> idx(static_cast<size_t>(out));
       for (int64_t j = 0; j < out; ++j) {
@@ -686,6 +728,139 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& o) {
   return x;
 }
 
+namespace {
+// grid_sample's coordinate steps, as tensor ops so that the gradient to the grid follows
+// (the padding's clamp and reflection included).
+Tensor grid_unnormalize(const Tensor& g, int64_t size, bool align) {
+  const double s = static_cast<double>(size);
+  return align ? (g + 1.0) * ((s - 1.0) / 2.0) : ((g + 1.0) * s - 1.0) / 2.0;
+}
+// Reflects coordinates into [twice_low / 2, twice_high / 2].
+Tensor grid_reflect(const Tensor& x, int64_t twice_low, int64_t twice_high) {
+  if (twice_low == twice_high) return x * 0.0;
+  const double lo = static_cast<double>(twice_low) / 2.0;
+  const double span = static_cast<double>(twice_high - twice_low) / 2.0;
+  Tensor in = (x - lo).abs();
+  Tensor flips;
+  {
+    NoGradGuard no_grad;
+    flips = (in / span).floor();
+  }
+  Tensor extra = in - flips * span;
+  Tensor even;
+  {
+    NoGradGuard no_grad;
+    even = (flips - (flips / 2.0).floor() * 2.0).eq(0.0);
+  }
+  return where(even, extra + lo, (extra * -1.0) + (span + lo));
+}
+Tensor grid_pad(const Tensor& x, int64_t size, const std::string& padding, bool align) {
+  if (padding == "border") return x.clamp(0.0, static_cast<double>(size - 1));
+  if (padding == "reflection") {
+    Tensor r = align ? grid_reflect(x, 0, 2 * (size - 1)) : grid_reflect(x, -1, 2 * size - 1);
+    return r.clamp(0.0, static_cast<double>(size - 1));
+  }
+  return x;
+}
+// Values of input [N, C, H, W] at integer positions (iy, ix) [N, Ho, Wo] -> [N, C, Ho, Wo];
+// positions outside the image read 0.
+Tensor grid_gather(const Tensor& input, const Tensor& iy, const Tensor& ix) {
+  const int64_t N = input.size(0), C = input.size(1), H = input.size(2), W = input.size(3);
+  const int64_t Ho = iy.size(1), Wo = iy.size(2);
+  Tensor inside, flat;
+  {
+    NoGradGuard no_grad;
+    inside = iy.ge(0).logical_and(iy.lt(H)).logical_and(ix.ge(0)).logical_and(ix.lt(W));
+    flat = where(inside, iy.clamp(0, H - 1) * W + ix.clamp(0, W - 1), zeros_like(iy)).to(kInt64);
+    flat = flat.reshape({N, 1, Ho * Wo}).expand({N, C, Ho * Wo});
+  }
+  Tensor v = input.reshape({N, C, H * W}).gather(2, flat).view({N, C, Ho, Wo});
+  return v * inside.unsqueeze(1).to(input.dtype());
+}
+// Cubic convolution weights (A = -0.75) of the four taps around a fraction t in [0, 1).
+std::array<Tensor, 4> cubic_weights(const Tensor& t) {
+  constexpr double A = -0.75;
+  auto near = [&](const Tensor& x) { return ((x * (A + 2.0) - (A + 3.0)) * x * x) + 1.0; };
+  auto far = [&](const Tensor& x) { return ((x * A - 5.0 * A) * x + 8.0 * A) * x - 4.0 * A; };
+  return {far(t + 1.0), near(t), near((t * -1.0) + 1.0), far((t * -1.0) + 2.0)};
+}
+}  // namespace
+
+Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleFuncOptions& o) {
+  OpScope scope("grid_sample");
+  EMBER_CHECK(input.defined() && grid.defined(), "[grid_sample] input and grid must be defined tensors");
+  EMBER_CHECK(input.dim() == 4, "[grid_sample] expected a 4-D input [N, C, H, W], got ", input.sizes(),
+              " (5-D volumetric sampling is not supported yet)");
+  EMBER_CHECK(grid.dim() == 4 && grid.size(3) == 2 && grid.size(0) == input.size(0),
+              "[grid_sample] grid must be [N, H_out, W_out, 2] with N = ", input.size(0), ", got ", grid.sizes());
+  EMBER_CHECK(is_floating_point(input.dtype()) && input.dtype() == grid.dtype(),
+              "[grid_sample] input and grid must have the same floating dtype, got ", input.dtype(), " and ",
+              grid.dtype());
+  EMBER_CHECK(input.size(2) > 0 && input.size(3) > 0, "[grid_sample] empty spatial dimensions ", input.sizes());
+  const std::string& mode = o.mode();
+  const std::string& padding = o.padding_mode();
+  EMBER_CHECK(mode == "bilinear" || mode == "nearest" || mode == "bicubic", "[grid_sample] mode '", mode,
+              "' is not one of bilinear, nearest, bicubic");
+  EMBER_CHECK(padding == "zeros" || padding == "border" || padding == "reflection", "[grid_sample] padding_mode '",
+              padding, "' is not one of zeros, border, reflection");
+  const bool align = o.align_corners().value_or(false);
+  const int64_t H = input.size(2), W = input.size(3);
+  Tensor gx = grid.select(3, 0), gy = grid.select(3, 1);
+  if (mode == "bicubic") {
+    // Taps around the unpadded position; the padding applies to each tap's integer position.
+    Tensor x = grid_unnormalize(gx, W, align), y = grid_unnormalize(gy, H, align);
+    Tensor x0, y0;
+    {
+      NoGradGuard no_grad;
+      x0 = x.floor();
+      y0 = y.floor();
+    }
+    auto wx = cubic_weights(x - x0), wy = cubic_weights(y - y0);
+    Tensor out;
+    for (int i = 0; i < 4; ++i) {
+      Tensor row;
+      for (int j = 0; j < 4; ++j) {
+        Tensor tx, ty;
+        {
+          NoGradGuard no_grad;
+          tx = grid_pad(x0 + static_cast<double>(j - 1), W, padding, align);
+          ty = grid_pad(y0 + static_cast<double>(i - 1), H, padding, align);
+        }
+        Tensor v = grid_gather(input, ty.to(kInt64), tx.to(kInt64)) * wx[static_cast<size_t>(j)].unsqueeze(1);
+        row = row.defined() ? row + v : v;
+      }
+      row = row * wy[static_cast<size_t>(i)].unsqueeze(1);
+      out = out.defined() ? out + row : row;
+    }
+    return out;
+  }
+  Tensor x = grid_pad(grid_unnormalize(gx, W, align), W, padding, align);
+  Tensor y = grid_pad(grid_unnormalize(gy, H, align), H, padding, align);
+  if (mode == "nearest") {
+    Tensor ix, iy;
+    {
+      NoGradGuard no_grad;
+      ix = x.round().to(kInt64);
+      iy = y.round().to(kInt64);
+    }
+    return grid_gather(input, iy, ix);
+  }
+  Tensor x0, y0;
+  {
+    NoGradGuard no_grad;
+    x0 = x.floor();
+    y0 = y.floor();
+  }
+  Tensor fx = x - x0, fy = y - y0;  // weights of the far corners
+  Tensor ix0 = x0.to(kInt64), iy0 = y0.to(kInt64);
+  Tensor ix1 = ix0 + 1, iy1 = iy0 + 1;
+  Tensor top = grid_gather(input, iy0, ix0) * ((fx * -1.0) + 1.0).unsqueeze(1) +
+               grid_gather(input, iy0, ix1) * fx.unsqueeze(1);
+  Tensor bottom = grid_gather(input, iy1, ix0) * ((fx * -1.0) + 1.0).unsqueeze(1) +
+                  grid_gather(input, iy1, ix1) * fx.unsqueeze(1);
+  return top * ((fy * -1.0) + 1.0).unsqueeze(1) + bottom * fy.unsqueeze(1);
+}
+
 Tensor affine_grid(const Tensor& theta, IntArrayRef size, bool align_corners) {
   OpScope scope("affine_grid");
   const bool two = size.size() == 4;
@@ -693,9 +868,14 @@ Tensor affine_grid(const Tensor& theta, IntArrayRef size, bool align_corners) {
   EMBER_CHECK(std::all_of(size.begin(), size.end(), [](int64_t s) { return s > 0; }),
               "[affine_grid] Expected non-zero, positive output size. Got ", size);
   const int64_t N = size[0];
+  EMBER_CHECK(theta.defined() && is_floating_point(theta.dtype()),
+              "[affine_grid] Expected theta to have floating point type, but got ",
+              theta.defined() ? dtype_name(theta.dtype()) : "an undefined tensor");
   EMBER_CHECK(theta.dim() == 3 && theta.size(0) == N && theta.size(1) == (two ? 2 : 3) &&
                   theta.size(2) == (two ? 3 : 4),
-              "[affine_grid] theta must be [N, ", two ? "2, 3" : "3, 4", "] for size ", size, ", got ", theta.sizes());
+              "[affine_grid] Expected a batch of ", two ? "2D affine matrices of shape Nx2x3" : "3D affine matrices of shape Nx3x4",
+              " for size ", size, ". Got ", theta.sizes(), ". (theta is [N, ", two ? "2, 3" : "3, 4",
+              "] with N = size[0])");
   auto base = [&](int64_t n) {
     Tensor t = linspace(-1, 1, n, TensorOptions(theta.dtype()));
     if (!align_corners) t = t * (static_cast<double>(n - 1) / static_cast<double>(n));

@@ -157,6 +157,7 @@ using MultiLabelSoftMarginLossFuncOptions = MultiLabelSoftMarginLossOptions;
 using TripletMarginLossFuncOptions = TripletMarginLossOptions;
 using TripletMarginWithDistanceLossFuncOptions = TripletMarginWithDistanceLossOptions;
 using PoissonNLLLossFuncOptions = PoissonNLLLossOptions;
+using CTCLossFuncOptions = CTCLossOptions;
 using MarginRankingLossFuncOptions = MarginRankingLossOptions;
 using NLLLossFuncOptions = NLLLossOptions;
 struct CrossEntropyFuncOptions {
@@ -236,6 +237,13 @@ struct InterpolateFuncOptions {
   EMBER_NN_ARG(bool, antialias) = false;
 };
 struct AffineGridFuncOptions {};
+// grid_sample's options: mode bilinear | nearest | bicubic, padding_mode zeros | border |
+// reflection, align_corners (false when unset, as PyTorch after warning).
+struct GridSampleFuncOptions {
+  EMBER_NN_ARG(std::string, mode) = "bilinear";
+  EMBER_NN_ARG(std::string, padding_mode) = "zeros";
+  EMBER_NN_ARG(std::optional<bool>, align_corners) = std::nullopt;
+};
 
 // ---- convolution ----
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Conv1dFuncOptions& options);
@@ -305,6 +313,9 @@ Tensor pixel_unshuffle(const Tensor& input, int64_t downscale_factor);
 Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& options = {});
 // theta [N, 2, 3] (or [N, 3, 4]) -> sampling grid [N, H, W, 2] (or [N, D, H, W, 3]).
 Tensor affine_grid(const Tensor& theta, IntArrayRef size, bool align_corners = false);
+// Samples input [N, C, H, W] at grid [N, Ho, Wo, 2] (x, y in [-1, 1]; -1 is the left/top
+// edge) -> [N, C, Ho, Wo]; differentiable in both input and grid (not for nearest in grid).
+Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleFuncOptions& options = {});
 
 // ---- activations ----
 Tensor elu(const Tensor& input, const ELUFuncOptions& options = {});
@@ -403,6 +414,12 @@ Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const T
 Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
                                          const TripletMarginWithDistanceLossFuncOptions& options = {});
 Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, const PoissonNLLLossFuncOptions& options = {});
+// CTC loss: log_probs [T, N, C] (or [T, C]) log-softmax outputs, targets [N, S] padded or
+// 1-D concatenated (sum of target_lengths), input_lengths and target_lengths [N] integer
+// tensors. reduction mean divides each loss by its target length (at least 1), then
+// averages. The gradient is PyTorch's (as seen by the logits under log_softmax).
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                const Tensor& target_lengths, const CTCLossFuncOptions& options = {});
 Tensor margin_ranking_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,
                            const MarginRankingLossFuncOptions& options = {});
 

@@ -206,6 +206,13 @@ struct TripletMarginWithDistanceLossOptions {
   EMBER_NN_ARG(double, margin) = 1.0;
   EMBER_NN_ARG(bool, swap) = false;
 };
+// Connectionist temporal classification: blank's class index, and whether an infinite
+// loss (an input too short for its target) and its gradient become zero.
+struct CTCLossOptions {
+  EMBER_REDUCTION_OPTIONS(CTCLossOptions);
+  EMBER_NN_ARG(int64_t, blank) = 0;
+  EMBER_NN_ARG(bool, zero_infinity) = false;
+};
 struct PoissonNLLLossOptions {
   EMBER_REDUCTION_OPTIONS(PoissonNLLLossOptions);
   EMBER_NN_ARG(bool, log_input) = true;
@@ -281,6 +288,10 @@ struct AdaptivePoolOptions {
   AdaptivePoolOptions(int64_t output_size) : output_size_{output_size} {}           // NOLINT
   AdaptivePoolOptions(IntArrayRef output_size) : output_size_(output_size) {}       // NOLINT
   AdaptivePoolOptions(std::initializer_list<int64_t> s) : output_size_(IntArrayRef(s)) {}  // NOLINT
+  // {5, nullopt}: an empty entry keeps that input dimension's size (stored as -1).
+  AdaptivePoolOptions(std::initializer_list<std::optional<int64_t>> s) {  // NOLINT
+    for (const auto& v : s) output_size_.push_back(v ? *v : -1);
+  }
   EMBER_NN_ARG(DimVector, output_size);
 };
 using AdaptiveMaxPool1dOptions = AdaptivePoolOptions;

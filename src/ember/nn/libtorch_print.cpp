@@ -26,7 +26,15 @@ void list(std::ostream& os, IntArrayRef v, size_t d) {
     return;
   }
   os << "[";
-  for (size_t i = 0; i < d; ++i) os << (i ? ", " : "") << (v.size() == d ? v[i] : v.empty() ? 0 : v[0]);
+  for (size_t i = 0; i < d; ++i) {
+    const int64_t x = v.size() == d ? v[i] : v.empty() ? 0 : v[0];
+    os << (i ? ", " : "");
+    if (x < 0) {
+      os << "None";  // an adaptive pool's kept dimension
+    } else {
+      os << x;
+    }
+  }
   os << "]";
 }
 template <typename T>

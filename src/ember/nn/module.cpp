@@ -253,12 +253,51 @@ void Module::zero_grad(std::optional<bool> set_to_none_arg) {
   }
 }
 
+namespace {
+// Visits m and its descendants depth first, each module once, with qualified names. Works
+// on a module that no shared_ptr owns (the reference forms of apply need no shared_from_this).
+void visit_modules(const Module& m, const std::string& name, std::unordered_set<const Module*>& seen,
+                   const std::function<void(const std::string&, const Module&)>& fn) {
+  if (!seen.insert(&m).second) return;
+  fn(name, m);
+  for (const auto& child : m.named_children()) {
+    visit_modules(*child.value(), join(name, child.key()), seen, fn);
+  }
+}
+}  // namespace
+
 void Module::apply(const std::function<void(Module&)>& fn) {
-  for (const auto& m : modules()) fn(*m);
+  std::unordered_set<const Module*> seen;
+  visit_modules(*this, "", seen, [&](const std::string&, const Module& m) { fn(const_cast<Module&>(m)); });
+}
+
+void Module::apply(const std::function<void(const Module&)>& fn) const {
+  std::unordered_set<const Module*> seen;
+  visit_modules(*this, "", seen, [&](const std::string&, const Module& m) { fn(m); });
 }
 
 void Module::apply(const std::function<void(Module&, const std::string&)>& fn, const std::string& prefix) {
-  for (const auto& item : named_modules(prefix)) fn(*item.value(), item.key());
+  std::unordered_set<const Module*> seen;
+  visit_modules(*this, prefix, seen, [&](const std::string& n, const Module& m) { fn(const_cast<Module&>(m), n); });
+}
+
+void Module::apply(const std::function<void(const std::string&, Module&)>& fn, const std::string& prefix) {
+  std::unordered_set<const Module*> seen;
+  visit_modules(*this, prefix, seen, [&](const std::string& n, const Module& m) { fn(n, const_cast<Module&>(m)); });
+}
+
+void Module::apply(const std::function<void(const std::string&, const Module&)>& fn, const std::string& prefix) const {
+  std::unordered_set<const Module*> seen;
+  visit_modules(*this, prefix, seen, fn);
+}
+
+void Module::apply(const std::function<void(const std::shared_ptr<Module>&)>& fn) const {
+  for (const auto& m : const_cast<Module*>(this)->modules()) fn(m);
+}
+
+void Module::apply(const std::function<void(const std::string&, const std::shared_ptr<Module>&)>& fn,
+                   const std::string& prefix) const {
+  for (const auto& item : const_cast<Module*>(this)->named_modules(prefix)) fn(item.key(), item.value());
 }
 
 OrderedDict<std::string, Tensor> Module::state_dict() const {

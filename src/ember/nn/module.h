@@ -123,10 +123,20 @@ class Module : public std::enable_shared_from_this<Module> {
   virtual void to(DType dtype);
   // set_to_none unset: ember::zero_grad_sets_to_none() (true unless ember/torch.h is included).
   void zero_grad(std::optional<bool> set_to_none = std::nullopt);
-  // Calls fn on this module and every descendant.
+  // Calls fn on this module and every descendant (depth first, each once). The named forms
+  // pass the qualified name (prefix first); libtorch's (name, module) argument order and
+  // ember's (module, name) are both accepted, as are shared_ptr callbacks.
   void apply(const std::function<void(Module&)>& fn);
+  void apply(const std::function<void(const Module&)>& fn) const;
   void apply(const std::function<void(Module&, const std::string& qualified_name)>& fn,
              const std::string& prefix = "");
+  void apply(const std::function<void(const std::string& qualified_name, Module&)>& fn,
+             const std::string& prefix = "");
+  void apply(const std::function<void(const std::string& qualified_name, const Module&)>& fn,
+             const std::string& prefix = "") const;
+  void apply(const std::function<void(const std::shared_ptr<Module>&)>& fn) const;
+  void apply(const std::function<void(const std::string& qualified_name, const std::shared_ptr<Module>&)>& fn,
+             const std::string& prefix = "") const;
 
   // Parameters and persistent buffers under qualified names (detached views of them).
   OrderedDict<std::string, Tensor> state_dict() const;

@@ -167,8 +167,13 @@ MultiheadAttentionImpl::MultiheadAttentionImpl(const MultiheadAttentionOptions& 
     v_proj_weight = register_parameter("v_proj_weight", empty({E, options.vdim()}));
     register_parameter("in_proj_weight", Tensor(), false);
   }
+  _qkv_same_embed_dim = same;
   in_proj_bias = register_parameter("in_proj_bias", options.bias() ? empty({3 * E}) : Tensor(), options.bias());
   out_proj = register_module("out_proj", Linear(LinearOptions(E, E).bias(options.bias())));
+  if (options.add_bias_kv()) {
+    bias_k = register_parameter("bias_k", empty({1, 1, E}));
+    bias_v = register_parameter("bias_v", empty({1, 1, E}));
+  }
   reset_parameters();
 }
 
@@ -182,6 +187,8 @@ void MultiheadAttentionImpl::reset_parameters() {
   }
   if (in_proj_bias.defined()) init::zeros_(in_proj_bias);
   if (out_proj->bias.defined()) init::zeros_(out_proj->bias);
+  if (bias_k.defined()) init::xavier_normal_(bias_k);
+  if (bias_v.defined()) init::xavier_normal_(bias_v);
 }
 
 std::shared_ptr<Module> MultiheadAttentionImpl::clone(const std::optional<Device>& /*device*/) const {
@@ -191,12 +198,21 @@ std::shared_ptr<Module> MultiheadAttentionImpl::clone(const std::optional<Device
   return copy;
 }
 
-std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, const Tensor& key, const Tensor& value,
-                                                           const Tensor& key_padding_mask, bool need_weights,
-                                                           const Tensor& attn_mask, bool average_attn_weights,
-                                                           bool is_causal) {
-  OpScope scope("multi_head_attention");
-  const char* op = "nn.MultiheadAttention";
+namespace {
+// Everything MultiheadAttention's forward needs besides its inputs.
+struct MhaParams {
+  int64_t E = 0, heads = 1, kdim = 0, vdim = 0;
+  Tensor in_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight, in_proj_bias, bias_k, bias_v;
+  Tensor out_proj_weight, out_proj_bias, static_k, static_v;
+  bool add_zero_attn = false, batch_first = false;
+  double dropout = 0.0;  // 0 outside training
+};
+
+// The whole of MultiheadAttention's forward on given parameters (the module's forward and
+// F::multi_head_attention_forward both land here).
+std::tuple<Tensor, Tensor> mha_forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                       const Tensor& key_padding_mask, bool need_weights, const Tensor& attn_mask,
+                                       bool average_attn_weights, bool is_causal, const MhaParams& p, const char* op) {
   EMBER_CHECK(query.defined() && key.defined() && value.defined(), "[", op, "] query, key and value must be defined");
   EMBER_CHECK(query.dim() == 3 || query.dim() == 2, "[", op, "] query must have 3 dims (batched) or 2 (unbatched), got ",
               query.sizes());
@@ -204,36 +220,39 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, 
               "] query, key and value must have the same number of dims, got query ", query.sizes(), ", key ",
               key.sizes(), ", value ", value.sizes());
   const bool unbatched = query.dim() == 2;
-  const int64_t E = options.embed_dim(), heads = options.num_heads();
+  const int64_t E = p.E, heads = p.heads, head_dim = E / heads;
   // Inputs stay in their own layout ([N, L, E] with batch_first, else [L, N, E]; unbatched
   // is [L, 1, E]); heads are laid out as PyTorch's [N * heads, L, head_dim] by one copy.
-  const bool bf = options.batch_first() && !unbatched;
+  const bool bf = p.batch_first && !unbatched;
   const bool self_attention = query.is_same(key) && key.is_same(value);
   Tensor q = unbatched ? query.unsqueeze(1) : query;
   Tensor k = self_attention ? q : unbatched ? key.unsqueeze(1) : key;
   Tensor v = self_attention ? q : unbatched ? value.unsqueeze(1) : value;
-  const int64_t L = q.size(bf ? 1 : 0), N = q.size(bf ? 0 : 1), S = k.size(bf ? 1 : 0);
+  const int64_t L = q.size(bf ? 1 : 0), N = q.size(bf ? 0 : 1);
+  int64_t S = k.size(bf ? 1 : 0);
   EMBER_CHECK(q.size(2) == E, "[", op, "] query's feature size must be embed_dim=", E, ", got query of sizes ",
               query.sizes());
-  EMBER_CHECK(k.size(2) == options.kdim() && v.size(2) == options.vdim(), "[", op, "] key and value feature sizes must be kdim=",
-              options.kdim(), " and vdim=", options.vdim(), ", got key ", key.sizes(), " and value ", value.sizes());
+  EMBER_CHECK(k.size(2) == p.kdim && v.size(2) == p.vdim, "[", op, "] key and value feature sizes must be kdim=",
+              p.kdim, " and vdim=", p.vdim, ", got key ", key.sizes(), " and value ", value.sizes());
   EMBER_CHECK(k.size(0) == v.size(0) && k.size(1) == v.size(1) && k.size(bf ? 0 : 1) == N, "[", op,
               "] key and value must have the same sequence length and batch size as each other and the query, got query ",
               query.sizes(), ", key ", key.sizes(), ", value ", value.sizes());
   // [.., .., parts * E] projection -> `parts` tensors [N * heads, len, head_dim].
-  auto to_heads = [&](const Tensor& p, int64_t parts, int64_t len) {
-    Tensor t = p.view({p.size(0), p.size(1), parts, heads, head_dim});
+  auto to_heads = [&](const Tensor& x, int64_t parts, int64_t len) {
+    Tensor t = x.view({x.size(0), x.size(1), parts, heads, head_dim});
     t = bf ? t.permute({2, 0, 3, 1, 4}) : t.permute({2, 1, 3, 0, 4});  // [parts, N, heads, len, hd]
     return t.reshape({parts, N * heads, len, head_dim}).unbind(0);
   };
 
   // Input projections.
   Tensor bq, bk, bv;
+  const Tensor& in_proj_weight = p.in_proj_weight;
+  const Tensor& in_proj_bias = p.in_proj_bias;
   if (in_proj_bias.defined()) {
     std::vector<Tensor> b = in_proj_bias.chunk(3);
     bq = b[0], bk = b[1], bv = b[2];
   }
-  if (self_attention && in_proj_weight.defined()) {
+  if (self_attention && in_proj_weight.defined() && !p.static_k.defined() && !p.static_v.defined()) {
     std::vector<Tensor> qkv = to_heads(functional::linear(q, in_proj_weight, in_proj_bias), 3, L);
     q = qkv[0], k = qkv[1], v = qkv[2];
   } else {
@@ -242,38 +261,77 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, 
       std::vector<Tensor> w = in_proj_weight.chunk(3);
       wq = w[0], wk = w[1], wv = w[2];
     } else {
-      wq = q_proj_weight, wk = k_proj_weight, wv = v_proj_weight;
+      wq = p.q_proj_weight, wk = p.k_proj_weight, wv = p.v_proj_weight;
     }
     q = to_heads(functional::linear(q, wq, bq), 1, L)[0];
     k = to_heads(functional::linear(k, wk, bk), 1, S)[0];
     v = to_heads(functional::linear(v, wv, bv), 1, S)[0];
   }
+  // Precomputed keys/values replace the projected ones (F::multi_head_attention_forward).
+  for (auto [given, target, what] : {std::tuple{&p.static_k, &k, "static_k"}, std::tuple{&p.static_v, &v, "static_v"}}) {
+    if (!given->defined()) continue;
+    EMBER_CHECK(given->dim() == 3 && given->size(0) == N * heads && given->size(2) == head_dim, "[", op, "] ", what,
+                " must be [N * num_heads, S, head_dim] = [", N * heads, ", S, ", head_dim, "], got ", given->sizes());
+    *target = *given;
+  }
+  EMBER_CHECK(k.size(1) == v.size(1), "[", op, "] keys and values have different lengths ", k.size(1), " and ",
+              v.size(1));
+  S = k.size(1);
+  // Extra key/value rows: the learned bias_k / bias_v, then a row of zeros; masks get a
+  // column that lets each through.
+  int64_t extra = 0;
+  if (p.bias_k.defined() || p.bias_v.defined()) {
+    EMBER_CHECK(p.bias_k.defined() && p.bias_v.defined(), "[", op, "] bias_k and bias_v must be given together");
+    EMBER_CHECK(!p.static_k.defined() && !p.static_v.defined(), "[", op,
+                "] bias cannot be added to static key or value");
+    EMBER_CHECK(p.bias_k.numel() == E && p.bias_v.numel() == E, "[", op, "] bias_k and bias_v must have embed_dim=", E,
+                " values ([1, 1, E]), got ", p.bias_k.sizes(), " and ", p.bias_v.sizes());
+    auto rows = [&](const Tensor& b) {
+      return b.reshape({1, heads, 1, head_dim}).expand({N, heads, 1, head_dim}).reshape({N * heads, 1, head_dim});
+    };
+    k = cat({k, rows(p.bias_k)}, 1);
+    v = cat({v, rows(p.bias_v)}, 1);
+    ++extra;
+  }
+  if (p.add_zero_attn) {
+    k = cat({k, zeros({N * heads, 1, head_dim}, TensorOptions(k.dtype()))}, 1);
+    v = cat({v, zeros({N * heads, 1, head_dim}, TensorOptions(v.dtype()))}, 1);
+    ++extra;
+  }
+  const int64_t S0 = S;  // the masks' key length
+  S += extra;
+  auto widen = [&](const Tensor& m) {
+    if (extra == 0) return m;
+    DimVector pad(m.sizes());
+    pad.back() = extra;
+    return cat({m, zeros(pad, TensorOptions(m.dtype()))}, -1);
+  };
 
   // One additive mask [1 or N * heads, L or 1, S] from attn_mask, key_padding_mask, is_causal.
   Tensor mask;
   if (attn_mask.defined()) {
     if (attn_mask.dim() == 2) {
-      EMBER_CHECK(attn_mask.size(0) == L && attn_mask.size(1) == S, "[", op, "] 2-D attn_mask should be [L, S] = [", L,
-                  ", ", S, "], got ", attn_mask.sizes());
-      mask = additive_mask(attn_mask, q.dtype(), op, "attn_mask").unsqueeze(0);
+      EMBER_CHECK(attn_mask.size(0) == L && attn_mask.size(1) == S0, "[", op, "] 2-D attn_mask should be [L, S] = [", L,
+                  ", ", S0, "], got ", attn_mask.sizes());
+      mask = widen(additive_mask(attn_mask, q.dtype(), op, "attn_mask").unsqueeze(0));
     } else {
       EMBER_CHECK(attn_mask.dim() == 3 && attn_mask.size(0) == N * heads && attn_mask.size(1) == L &&
-                      attn_mask.size(2) == S,
-                  "[", op, "] attn_mask should be [L, S] = [", L, ", ", S, "] or [N * num_heads, L, S] = [", N * heads,
-                  ", ", L, ", ", S, "], got ", attn_mask.sizes());
-      mask = additive_mask(attn_mask, q.dtype(), op, "attn_mask");
+                      attn_mask.size(2) == S0,
+                  "[", op, "] attn_mask should be [L, S] = [", L, ", ", S0, "] or [N * num_heads, L, S] = [", N * heads,
+                  ", ", L, ", ", S0, "], got ", attn_mask.sizes());
+      mask = widen(additive_mask(attn_mask, q.dtype(), op, "attn_mask"));
     }
   } else if (is_causal) {
-    mask = additive_mask(ones({L, S}, TensorOptions(kBool)).triu(1), q.dtype(), op, "causal mask").unsqueeze(0);
+    mask = widen(additive_mask(ones({L, S0}, TensorOptions(kBool)).triu(1), q.dtype(), op, "causal mask").unsqueeze(0));
   }
   if (key_padding_mask.defined()) {
-    const std::vector<int64_t> want = unbatched ? std::vector<int64_t>{S} : std::vector<int64_t>{N, S};
+    const std::vector<int64_t> want = unbatched ? std::vector<int64_t>{S0} : std::vector<int64_t>{N, S0};
     EMBER_CHECK(key_padding_mask.sizes().vec() == want, "[", op, "] key_padding_mask should be [N, S] = [", N, ", ",
-                S, "], got ", key_padding_mask.sizes());
-    Tensor kpm = additive_mask(key_padding_mask, q.dtype(), op, "key_padding_mask")
-                     .reshape({N, 1, 1, S})
-                     .expand({N, heads, 1, S})
-                     .reshape({N * heads, 1, S});
+                S0, "], got ", key_padding_mask.sizes());
+    Tensor kpm = widen(additive_mask(key_padding_mask, q.dtype(), op, "key_padding_mask")
+                           .reshape({N, 1, 1, S0})
+                           .expand({N, heads, 1, S0})
+                           .reshape({N * heads, 1, S0}));
     mask = mask.defined() ? mask + kpm : kpm;
   }
 
@@ -286,11 +344,11 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, 
     scores.mul_(scale);  // bmm saves its inputs, not its output, so in place is safe
   }
   Tensor weights = scores.softmax(-1);
-  if (options.dropout() > 0 && is_training()) weights = functional::dropout(weights, options.dropout(), true);
+  if (p.dropout > 0) weights = functional::dropout(weights, p.dropout, true);
   // [N * heads, L, hd] -> the query's layout [.., .., E], then out_proj.
   Tensor out = weights.bmm(v).view({N, heads, L, head_dim});
   out = (bf ? out.permute({0, 2, 1, 3}) : out.permute({2, 0, 1, 3})).reshape({-1, E});
-  out = functional::linear(out, out_proj->weight, out_proj->bias).view({bf ? N : L, bf ? L : N, E});
+  out = functional::linear(out, p.out_proj_weight, p.out_proj_bias).view({bf ? N : L, bf ? L : N, E});
   if (unbatched) out = out.squeeze(1);
 
   Tensor avg;
@@ -301,5 +359,74 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, 
   }
   return {out, avg};
 }
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                           const Tensor& key_padding_mask, bool need_weights,
+                                                           const Tensor& attn_mask, bool average_attn_weights,
+                                                           bool is_causal) {
+  OpScope scope("multi_head_attention");
+  MhaParams p;
+  p.E = options.embed_dim();
+  p.heads = options.num_heads();
+  p.kdim = options.kdim();
+  p.vdim = options.vdim();
+  p.in_proj_weight = in_proj_weight;
+  p.q_proj_weight = q_proj_weight;
+  p.k_proj_weight = k_proj_weight;
+  p.v_proj_weight = v_proj_weight;
+  p.in_proj_bias = in_proj_bias;
+  p.bias_k = bias_k;
+  p.bias_v = bias_v;
+  p.add_zero_attn = options.add_zero_attn();
+  p.dropout = is_training() ? options.dropout() : 0.0;
+  p.out_proj_weight = out_proj->weight;
+  p.out_proj_bias = out_proj->bias;
+  p.batch_first = options.batch_first();
+  return mha_forward(query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights, is_causal, p,
+                     "nn.MultiheadAttention");
+}
+
+namespace functional {
+
+std::tuple<Tensor, Tensor> multi_head_attention_forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                        const MultiheadAttentionForwardFuncOptions& o) {
+  OpScope scope("multi_head_attention_forward");
+  const char* op = "multi_head_attention_forward";
+  MhaParams p;
+  p.E = o.embed_dim_to_check();
+  p.heads = o.num_heads();
+  EMBER_CHECK(p.E > 0 && p.heads > 0 && p.E % p.heads == 0, "[", op,
+              "] embed_dim must be positive and divisible by num_heads, got embed_dim=", p.E, " num_heads=", p.heads);
+  EMBER_CHECK(query.defined() && key.defined() && value.defined(), "[", op, "] query, key and value must be defined");
+  if (o.use_separate_proj_weight()) {
+    EMBER_CHECK(o.q_proj_weight().defined() && o.k_proj_weight().defined() && o.v_proj_weight().defined(), "[", op,
+                "] use_separate_proj_weight is true but q_proj_weight, k_proj_weight or v_proj_weight is undefined");
+    p.q_proj_weight = o.q_proj_weight();
+    p.k_proj_weight = o.k_proj_weight();
+    p.v_proj_weight = o.v_proj_weight();
+    p.kdim = p.k_proj_weight.size(-1);
+    p.vdim = p.v_proj_weight.size(-1);
+  } else {
+    EMBER_CHECK(o.in_proj_weight().defined(), "[", op,
+                "] in_proj_weight is undefined; pass it, or use_separate_proj_weight(true) with q/k/v_proj_weight");
+    p.in_proj_weight = o.in_proj_weight();
+    p.kdim = p.vdim = p.E;
+  }
+  p.in_proj_bias = o.in_proj_bias();
+  p.bias_k = o.bias_k();
+  p.bias_v = o.bias_v();
+  p.add_zero_attn = o.add_zero_attn();
+  p.dropout = o.training() ? o.dropout_p() : 0.0;
+  p.out_proj_weight = o.out_proj_weight();
+  p.out_proj_bias = o.out_proj_bias();
+  p.static_k = o.static_k();
+  p.static_v = o.static_v();
+  return mha_forward(query, key, value, o.key_padding_mask(), o.need_weights(), o.attn_mask(),
+                     o.average_attn_weights(), false, p, op);
+}
+
+}  // namespace functional
 
 }  // namespace ember::nn

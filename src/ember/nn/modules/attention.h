@@ -6,9 +6,11 @@
 //   auto [out, weights] = mha->forward(x, x, x);   // x: [N, L, 256]; weights: [N, L, L]
 
 #include <tuple>
+#include <utility>
 
 #include "ember/nn/module.h"
 #include "ember/nn/modules/linear.h"
+#include "ember/nn/options.h"
 
 namespace ember::nn {
 
@@ -40,6 +42,18 @@ struct MultiheadAttentionOptions {
     batch_first_ = v;
     return *this;
   }
+  // Learned key/value rows appended to every sequence (bias_k, bias_v [1, 1, E]).
+  MultiheadAttentionOptions& add_bias_kv(bool v) {
+    add_bias_kv_ = v;
+    return *this;
+  }
+  // A row of zeros appended to the keys and values of every head.
+  MultiheadAttentionOptions& add_zero_attn(bool v) {
+    add_zero_attn_ = v;
+    return *this;
+  }
+  bool add_bias_kv() const { return add_bias_kv_; }
+  bool add_zero_attn() const { return add_zero_attn_; }
   int64_t embed_dim() const { return embed_dim_; }
   int64_t num_heads() const { return num_heads_; }
   double dropout() const { return dropout_; }
@@ -51,13 +65,51 @@ struct MultiheadAttentionOptions {
  private:
   int64_t embed_dim_, num_heads_, kdim_, vdim_;
   double dropout_ = 0.0;
-  bool bias_ = true, batch_first_ = false;
+  bool bias_ = true, batch_first_ = false, add_bias_kv_ = false, add_zero_attn_ = false;
 };
+
+namespace functional {
+// libtorch's F::multi_head_attention_forward: the whole of MultiheadAttention's forward on
+// given parameters ([L, N, E] layout). Constructor arguments in libtorch's order.
+struct MultiheadAttentionForwardFuncOptions {
+  MultiheadAttentionForwardFuncOptions(int64_t embed_dim_to_check, int64_t num_heads, Tensor in_proj_weight,
+                                       Tensor in_proj_bias, Tensor bias_k, Tensor bias_v, bool add_zero_attn,
+                                       double dropout_p, Tensor out_proj_weight, Tensor out_proj_bias)
+      : embed_dim_to_check_(embed_dim_to_check), num_heads_(num_heads), in_proj_weight_(std::move(in_proj_weight)),
+        in_proj_bias_(std::move(in_proj_bias)), bias_k_(std::move(bias_k)), bias_v_(std::move(bias_v)),
+        add_zero_attn_(add_zero_attn), dropout_p_(dropout_p), out_proj_weight_(std::move(out_proj_weight)),
+        out_proj_bias_(std::move(out_proj_bias)) {}
+  EMBER_NN_ARG(int64_t, embed_dim_to_check);
+  EMBER_NN_ARG(int64_t, num_heads);
+  EMBER_NN_ARG(Tensor, in_proj_weight);
+  EMBER_NN_ARG(Tensor, in_proj_bias);
+  EMBER_NN_ARG(Tensor, bias_k);
+  EMBER_NN_ARG(Tensor, bias_v);
+  EMBER_NN_ARG(bool, add_zero_attn);
+  EMBER_NN_ARG(double, dropout_p);
+  EMBER_NN_ARG(Tensor, out_proj_weight);
+  EMBER_NN_ARG(Tensor, out_proj_bias);
+  EMBER_NN_ARG(bool, training) = true;
+  EMBER_NN_ARG(Tensor, key_padding_mask);
+  EMBER_NN_ARG(bool, need_weights) = true;
+  EMBER_NN_ARG(Tensor, attn_mask);
+  EMBER_NN_ARG(bool, use_separate_proj_weight) = false;
+  EMBER_NN_ARG(Tensor, q_proj_weight);
+  EMBER_NN_ARG(Tensor, k_proj_weight);
+  EMBER_NN_ARG(Tensor, v_proj_weight);
+  // Precomputed keys/values [N * num_heads, S, head_dim] used instead of projecting key/value.
+  EMBER_NN_ARG(Tensor, static_k);
+  EMBER_NN_ARG(Tensor, static_v);
+  EMBER_NN_ARG(bool, average_attn_weights) = true;
+};
+std::tuple<Tensor, Tensor> multi_head_attention_forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                        const MultiheadAttentionForwardFuncOptions& options);
+}  // namespace functional
 
 // Attention over num_heads heads of embed_dim / num_heads features each, then out_proj.
 // Parameters: in_proj_weight [3E, E] (xavier_uniform_), in_proj_bias [3E] (zeros),
 // out_proj.weight [E, E], out_proj.bias [E] (zeros); or q/k/v_proj_weight when kdim or
-// vdim differ from embed_dim. add_bias_kv / add_zero_attn are not supported.
+// vdim differ from embed_dim; bias_k / bias_v [1, 1, E] (normal init) with add_bias_kv.
 class MultiheadAttentionImpl : public Module {
  public:
   MultiheadAttentionImpl(int64_t embed_dim, int64_t num_heads)
@@ -87,9 +139,11 @@ class MultiheadAttentionImpl : public Module {
   std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override;
 
   MultiheadAttentionOptions options;
-  Tensor in_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight, in_proj_bias;
+  Tensor in_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight, in_proj_bias, bias_k, bias_v;
   Linear out_proj{nullptr};
   int64_t head_dim;
+  // Whether key and value have embed_dim features (one in_proj_weight) - libtorch's name.
+  bool _qkv_same_embed_dim = true;
 };
 EMBER_MODULE(MultiheadAttention);
 

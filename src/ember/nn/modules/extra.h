@@ -11,10 +11,13 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "ember/nn/functional_extra.h"
 #include "ember/nn/module.h"
 #include "ember/nn/modules/any.h"
+#include "ember/nn/modules/container.h"
+#include "ember/nn/modules/linear.h"
 
 namespace ember::nn {
 
@@ -39,7 +42,8 @@ void check_layer_options(const HardtanhOptions& options);
                                           std::is_constructible_v<Options, A0, A...>>> \
     explicit Name##Impl(A0&& a0, A&&... a)                                     \
         : Name##Impl(Options(std::forward<A0>(a0), std::forward<A>(a)...)) {}      \
-    void reset() override {}                                                   \
+    /* Re-checks options changed after construction (libtorch's reset()). */   \
+    void reset() override { detail::check_layer_options(options); }           \
     Tensor forward(const Tensor& input) override;                              \
     void pretty_print(std::ostream& stream) const override;                    \
     Options options;                                                           \
@@ -334,6 +338,65 @@ EMBER_LOSS3(TripletMarginWithDistanceLoss, TripletMarginWithDistanceLossOptions)
 EMBER_LOSS3(MarginRankingLoss, MarginRankingLossOptions);
 #undef EMBER_LOSS2
 #undef EMBER_LOSS3
+
+class CTCLossImpl : public Cloneable<CTCLossImpl> {
+ public:
+  explicit CTCLossImpl(const CTCLossOptions& options_ = {}) : Cloneable("CTCLoss"), options(options_) {}
+  void reset() override {}
+  Tensor forward(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                 const Tensor& target_lengths);
+  Tensor operator()(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
+                    const Tensor& target_lengths) {
+    return forward(log_probs, targets, input_lengths, target_lengths);
+  }
+  void pretty_print(std::ostream& stream) const override;
+  CTCLossOptions options;
+};
+EMBER_MODULE(CTCLoss);
+
+// ---- adaptive softmax (Grave et al.): a head over the frequent classes and one cluster
+// token per tail, each tail a low-rank projection (in -> in / div_value^(i+1) -> its classes).
+struct AdaptiveLogSoftmaxWithLossOptions {
+  AdaptiveLogSoftmaxWithLossOptions(int64_t in_features, int64_t n_classes, std::vector<int64_t> cutoffs)
+      : in_features_(in_features), n_classes_(n_classes), cutoffs_(std::move(cutoffs)) {}
+  EMBER_NN_ARG(int64_t, in_features);
+  EMBER_NN_ARG(int64_t, n_classes);
+  EMBER_NN_ARG(std::vector<int64_t>, cutoffs);
+  EMBER_NN_ARG(double, div_value) = 4.0;
+  EMBER_NN_ARG(bool, head_bias) = false;
+};
+// forward's result: each row's log-probability of its target, and the mean negative of it.
+struct ASMoutput {
+  ASMoutput(Tensor output_, double loss_) : output(std::move(output_)), loss(loss_) {}
+  Tensor output;
+  double loss;
+};
+class AdaptiveLogSoftmaxWithLossImpl : public Cloneable<AdaptiveLogSoftmaxWithLossImpl> {
+ public:
+  AdaptiveLogSoftmaxWithLossImpl(int64_t in_features, int64_t n_classes, std::vector<int64_t> cutoffs)
+      : AdaptiveLogSoftmaxWithLossImpl(AdaptiveLogSoftmaxWithLossOptions(in_features, n_classes, std::move(cutoffs))) {}
+  explicit AdaptiveLogSoftmaxWithLossImpl(AdaptiveLogSoftmaxWithLossOptions options_);
+  // input [B, in_features] (or [in_features]), target [B] (or scalar) class indices.
+  ASMoutput forward(const Tensor& input, const Tensor& target);
+  ASMoutput operator()(const Tensor& input, const Tensor& target) { return forward(input, target); }
+  // Log-probabilities of every class [B, n_classes].
+  Tensor log_prob(const Tensor& input);
+  // The most likely class of each row [B].
+  Tensor predict(const Tensor& input);
+  void reset() override;
+  void reset_parameters();
+  void pretty_print(std::ostream& stream) const override;
+
+  AdaptiveLogSoftmaxWithLossOptions options;
+  std::vector<int64_t> cutoffs;  // the options' cutoffs followed by n_classes
+  int64_t shortlist_size = 0, n_clusters = 0, head_size = 0;
+  Linear head{nullptr};
+  ModuleList tail{nullptr};
+
+ private:
+  Tensor full_log_prob(const Tensor& input, const Tensor& head_output);
+};
+EMBER_MODULE(AdaptiveLogSoftmaxWithLoss);
 
 #undef EMBER_OPTIONS_LAYER
 #undef EMBER_OPTIONS_LAYER_REQ

@@ -91,7 +91,14 @@ std::string AvgPool1dImpl::extra_repr() const {
   return os.str();
 }
 
-Tensor AdaptiveAvgPool2dImpl::forward(const Tensor& input) { return adaptive_avg_pool2d(input, options.output_size()); }
+Tensor AdaptiveAvgPool2dImpl::forward(const Tensor& input) {
+  DimVector size = options.output_size();
+  for (size_t i = 0; i < size.size(); ++i) {
+    // A None entry keeps the input's size in that dimension.
+    if (size[i] < 0 && input.dim() >= 2) size[i] = input.size(input.dim() - static_cast<int64_t>(size.size()) + static_cast<int64_t>(i));
+  }
+  return adaptive_avg_pool2d(input, size);
+}
 
 std::string AdaptiveAvgPool2dImpl::extra_repr() const { return "output_size=" + value_str(options.output_size()); }
 

@@ -88,6 +88,11 @@ using AvgPool3dOptions = AvgPoolOptions;
 struct AdaptiveAvgPool2dOptions {
   AdaptiveAvgPool2dOptions(IntArrayRef output_size) : output_size_(output_size) {}  // NOLINT
   AdaptiveAvgPool2dOptions(int64_t output_size) : output_size_{output_size} {}      // NOLINT
+  AdaptiveAvgPool2dOptions(std::initializer_list<int64_t> s) : output_size_(IntArrayRef(s)) {}  // NOLINT
+  // {5, nullopt}: an empty entry keeps that input dimension's size (stored as -1).
+  AdaptiveAvgPool2dOptions(std::initializer_list<std::optional<int64_t>> s) {  // NOLINT
+    for (const auto& v : s) output_size_.push_back(v ? *v : -1);
+  }
   const DimVector& output_size() const { return output_size_; }
 
  private:
