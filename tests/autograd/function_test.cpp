@@ -89,6 +89,57 @@ TEST(CustomFunction, NonTensorArgumentsAndSavedData) {
   EXPECT_EQ(z.item<double>(), 2.0);
 }
 
+// Each backward runs another backward through a fresh copy of itself, one level shallower:
+// `levels` nested backward calls (Note [Deep reentrant backward]).
+struct Reenter : autograd::Function<Reenter> {
+  static Tensor forward(AutogradContext* ctx, Tensor x) {
+    {
+      AutoGradMode enable(true);
+      ctx->saved_data["x"] = x.detach().requires_grad_() - 1;
+    }
+    return ctx->saved_data["x"].toTensor().detach();
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    ++levels_run;
+    Tensor x = ctx->saved_data["x"].toTensor();
+    if (x.item<double>() == 0) return grads;
+    AutoGradMode enable(true);
+    Reenter::apply(x).sum().backward();
+    return grads;
+  }
+  static inline int levels_run = 0;
+};
+
+TEST(CustomFunction, DeepReentrantBackwardDoesNotOverflowTheStack) {
+  // 8193 levels: far past what one thread's stack holds with a frame of the engine per
+  // level, so the engine must continue on new threads; grad mode and errors come back.
+  Reenter::levels_run = 0;
+  Tensor v = tensor({8193.0}).requires_grad_();
+  Reenter::apply(v).sum().backward();
+  EXPECT_EQ(Reenter::levels_run, 8193);
+  EXPECT_TRUE(GradMode::is_enabled());
+  // An error deep inside comes back to the first caller unchanged.
+  struct FailDeep : autograd::Function<FailDeep> {
+    static Tensor forward(AutogradContext* ctx, Tensor x) {
+      {
+        AutoGradMode enable(true);
+        ctx->saved_data["x"] = x.detach().requires_grad_() - 1;
+      }
+      return ctx->saved_data["x"].toTensor().detach();
+    }
+    static variable_list backward(AutogradContext* ctx, variable_list grads) {
+      Tensor x = ctx->saved_data["x"].toTensor();
+      EMBER_CHECK(x.item<double>() > 0, "[FailDeep] reached the bottom");
+      AutoGradMode enable(true);
+      FailDeep::apply(x).sum().backward();
+      return grads;
+    }
+  };
+  Tensor w = tensor({100.0}).requires_grad_();
+  EXPECT_NE(ErrorOf([&] { FailDeep::apply(w).sum().backward(); }).find("[FailDeep] reached the bottom"),
+            std::string::npos);
+}
+
 struct WrongCount : autograd::Function<WrongCount> {
   static Tensor forward(AutogradContext*, Tensor a, Tensor b) { return a * b; }
   static variable_list backward(AutogradContext*, variable_list grads) { return {grads[0]}; }

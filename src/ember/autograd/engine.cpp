@@ -5,12 +5,16 @@
 // as they are ready), on the calling thread.
 
 #include <optional>
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <exception>
 #include <queue>
+#include <thread>
 #include <typeinfo>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "ember/profiler/record.h"
 #include "ember/amp/autocast.h"
@@ -95,9 +99,26 @@ class NodeTable {
   size_t size_ = 0;
 };
 
+class GraphTask;
+// The graph task whose node this thread is running (null outside backward); nested
+// (reentrant) backward calls save and restore it.
+thread_local const GraphTask* tl_running_task = nullptr;
+
 class GraphTask {
  public:
   GraphTask(bool keep_graph, bool create_graph) : keep_graph_(keep_graph), create_graph_(create_graph) {}
+
+  // Whether a gradient sent along e is used by this backward: always, unless grad() or
+  // backward(inputs) restricts it to the paths towards the requested tensors.
+  bool edge_needed(const Edge& e) const {
+    if (!e.is_valid()) return false;
+    if (!restrict_exec_) return true;
+    if (captures_ != nullptr && captures_->count(e.function.get()) > 0) return true;
+    // A node this task never reached (made by a forward that runs inside the backward,
+    // e.g. a checkpoint's recomputation) is not trimmed.
+    const uint32_t k = table_.find(e.function.get());
+    return k == NodeTable::kAbsent || nodes_[k].needed;
+  }
 
   // Runs backward from root edges with their gradients. Captures (for grad()) map a
   // node's input to a result slot; when `targets` is non-empty only nodes leading to
@@ -108,6 +129,8 @@ class GraphTask {
     // Backward formulas run outside autocast: each gradient keeps the dtype its forward
     // op computed in, and the cast nodes bring it back to the leaf's dtype.
     amp::detail::AutocastSuspend no_autocast;
+    restrict_exec_ = restrict_exec;
+    captures_ = &captures;
     // Dependencies and the set of reachable nodes, numbered in discovery order.
     std::vector<uint32_t> stack;
     for (const Edge& e : roots) {
@@ -177,7 +200,9 @@ class GraphTask {
       variable_list outputs;
       bool any = false;
       for (const Tensor& t : inputs) any = any || t.defined();
-      if (run_node && any) {
+      // A node that got no gradient at all is skipped, except a custom function's: its
+      // backward sees zeros (materialized) or undefined gradients, as in libtorch.
+      if (run_node && (any || dynamic_cast<CustomNode*>(node) != nullptr)) {
         outputs = call(node, accumulate, std::move(inputs));
       } else if (run_node && !keep_graph_) {
         node->release_variables();
@@ -227,6 +252,11 @@ class GraphTask {
     if (profiler::is_enabled()) record.emplace(node->name(), profiler::EventKind::Backward);
     {
       AutoGradMode mode(create_graph_);
+      struct RunningTask {
+        const GraphTask* saved;
+        explicit RunningTask(const GraphTask* t) : saved(std::exchange(tl_running_task, t)) {}
+        ~RunningTask() { tl_running_task = saved; }
+      } running(this);
       if (AnomalyMode::is_enabled() && !node->forward_trace().empty()) {
         // Anomaly mode names the forward call of a node whose backward fails (as PyTorch's
         // "Error detected in ..." warning), then lets the error through.
@@ -305,6 +335,8 @@ class GraphTask {
 
   bool keep_graph_;
   bool create_graph_;
+  bool restrict_exec_ = false;
+  const std::unordered_map<Node*, std::vector<Capture>>* captures_ = nullptr;
   NodeTable table_;
   std::vector<NodeState> nodes_;  // by number (Note [Graph task node table])
 };
@@ -333,6 +365,55 @@ void make_roots(const variable_list& tensors, const variable_list& grad_tensors,
     roots.push_back(gradient_edge(t));
     grads.push_back(std::move(g));
   }
+}
+
+// Note [Deep reentrant backward]: a backward called from inside a node's backward (a custom
+// Function that calls backward, or a checkpoint) runs on the calling thread's stack. After
+// kMaxReentrantDepth nested backward calls on one thread, the next one runs on a new thread
+// with a fresh stack, carrying the caller's grad mode, inference mode and node numbering, while
+// the caller waits; so thousands of levels do not overflow the stack (libtorch does the same
+// with its worker threads). Errors come back to the caller as they are.
+thread_local int tl_backward_depth = 0;
+constexpr int kMaxReentrantDepth = 32;
+
+}  // namespace
+
+namespace detail {
+uint64_t next_sequence_nr();             // node.cpp
+void set_next_sequence_nr(uint64_t nr);  // node.cpp
+}  // namespace detail
+
+namespace {
+
+template <class F>
+void run_reentrant_safe(F&& run) {
+  if (tl_backward_depth < kMaxReentrantDepth) {
+    struct Depth {
+      Depth() { ++tl_backward_depth; }
+      ~Depth() { --tl_backward_depth; }
+    } depth;
+    run();
+    return;
+  }
+  const bool grad_mode = GradMode::is_enabled();
+  const bool inference = InferenceMode::is_enabled();
+  uint64_t sequence_nr = detail::next_sequence_nr();
+  std::exception_ptr error;
+  std::thread worker([&] {
+    InferenceMode inference_mode(inference);
+    GradMode::set_enabled(grad_mode);
+    detail::set_next_sequence_nr(sequence_nr);
+    tl_backward_depth = 1;
+    try {
+      run();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    sequence_nr = detail::next_sequence_nr();
+  });
+  worker.join();
+  detail::set_next_sequence_nr(std::max(sequence_nr, detail::next_sequence_nr()));
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace
@@ -378,7 +459,7 @@ void backward(const variable_list& tensors, const variable_list& grad_tensors, s
     }
   }
   GraphTask task(retain_graph.value_or(create_graph), create_graph);
-  task.run(roots, std::move(grads), captures, targets, !inputs.empty(), nullptr);
+  run_reentrant_safe([&] { task.run(roots, std::move(grads), captures, targets, !inputs.empty(), nullptr); });
 }
 
 variable_list grad(const variable_list& outputs, const variable_list& inputs, const variable_list& grad_outputs,
@@ -399,7 +480,7 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs, co
   }
   variable_list result(inputs.size());
   GraphTask task(retain_graph.value_or(create_graph), create_graph);
-  task.run(roots, std::move(grads), captures, {}, true, &result);
+  run_reentrant_safe([&] { task.run(roots, std::move(grads), captures, {}, true, &result); });
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (result[i].defined()) {
       if (result[i].dtype() != inputs[i].dtype()) result[i] = result[i].to(inputs[i].dtype());
@@ -412,5 +493,13 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs, co
   }
   return result;
 }
+
+namespace detail {
+// Used by AutogradContext::needs_input_grad (custom_function.cpp): whether the running
+// backward uses the gradient along e (grad() of some inputs trims the others).
+bool running_backward_needs(const Edge& e) {
+  return tl_running_task == nullptr ? e.is_valid() : tl_running_task->edge_needed(e);
+}
+}  // namespace detail
 
 }  // namespace ember::autograd

@@ -15,6 +15,13 @@ std::atomic<int> g_hook_id{0};
 }  // namespace
 
 Node::Node() : sequence_nr_(t_sequence_nr++) {}
+
+namespace detail {
+// The engine's reentrant backward on a new thread continues this thread's numbering
+// (Note [Deep reentrant backward], engine.cpp).
+uint64_t next_sequence_nr() { return t_sequence_nr; }
+void set_next_sequence_nr(uint64_t nr) { t_sequence_nr = nr; }
+}  // namespace detail
 Node::~Node() = default;
 
 std::vector<std::pair<std::shared_ptr<Node>, uint32_t>> Node::next_functions() const {
