@@ -27,8 +27,10 @@
 #include <utility>
 #include <vector>
 
+#include "ember/autograd/undefined_grad.h"
 #include "ember/autograd/zero_grad_default.h"
 #include "ember/compat/aten.h"
+#include "ember/compat/library.h"
 #include "ember/core/check.h"
 #include "ember/data/torch_data.h"
 #include "ember/ember.h"

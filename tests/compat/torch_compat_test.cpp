@@ -7,6 +7,7 @@
 #include <ember/torch.h>
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -627,6 +628,163 @@ TEST(TorchCompat, ReopenedNamespacesAndSequentialMessages) {
   EXPECT_EQ(seq->named_children().keys(), std::vector<std::string>({"0", "five"}));
   torch::nn::Sequential bag(torch::nn::EmbeddingBag(10, 3));
   EXPECT_EQ(bag->forward(torch::tensor({{1, 2}, {3, 4}})).sizes(), torch::IntArrayRef({2, 3}));
+}
+
+
+TEST(TorchCompat, ModuleApplyInEveryLibtorchForm) {
+  struct Leaf : torch::nn::Module {
+    explicit Leaf(int v) : value(v) {}
+    int value;
+  };
+  struct Tree : torch::nn::Module {
+    Tree() {
+      a = register_module("a", std::make_shared<Leaf>(1));
+      b = register_module("b", std::make_shared<Leaf>(2));
+    }
+    std::shared_ptr<Leaf> a, b;
+  };
+  auto tree = std::make_shared<Tree>();
+  std::vector<int> seen;
+  auto value = [](const torch::nn::Module& m) { return m.as<Leaf>() ? m.as<Leaf>()->value : 0; };
+  tree->apply([&](torch::nn::Module& m) { seen.push_back(value(m)); });
+  EXPECT_EQ(seen, std::vector<int>({0, 1, 2}));
+  std::shared_ptr<const Tree> ctree = tree;
+  seen.clear();
+  ctree->apply([&](const torch::nn::Module& m) { seen.push_back(value(m)); });
+  EXPECT_EQ(seen, std::vector<int>({0, 1, 2}));
+  std::vector<std::string> names;
+  tree->apply([&](const std::string& n, torch::nn::Module&) { names.push_back(n); }, "root");
+  EXPECT_EQ(names, std::vector<std::string>({"root", "root.a", "root.b"}));
+  names.clear();
+  ctree->apply([&](const std::string& n, const torch::nn::Module&) { names.push_back(n); }, "p");
+  EXPECT_EQ(names, std::vector<std::string>({"p", "p.a", "p.b"}));
+  names.clear();
+  tree->apply([&](torch::nn::Module&, const std::string& n) { names.push_back(n); });  // ember's order
+  EXPECT_EQ(names, std::vector<std::string>({"", "a", "b"}));
+  std::vector<const torch::nn::Module*> ptrs;
+  tree->apply([&](const std::shared_ptr<torch::nn::Module>& m) { ptrs.push_back(m.get()); });
+  EXPECT_EQ(ptrs, std::vector<const torch::nn::Module*>({tree.get(), tree->a.get(), tree->b.get()}));
+  names.clear();
+  tree->apply([&](const std::string& n, const std::shared_ptr<torch::nn::Module>& m) {
+    names.push_back(n + "=" + std::to_string(value(*m)));
+  }, "t");
+  EXPECT_EQ(names, std::vector<std::string>({"t=0", "t.a=1", "t.b=2"}));
+  // The reference forms work on a module no shared_ptr owns.
+  Tree on_stack;
+  int count = 0;
+  on_stack.apply([&](torch::nn::Module&) { ++count; });
+  EXPECT_EQ(count, 3);
+}
+
+TEST(TorchCompat, RemoveHookByPositionAndUndefinedGrad) {
+  auto x = torch::ones({2}, torch::requires_grad());
+  auto z = x * 3;
+  int calls = 0;
+  z.register_hook([&](const torch::Tensor&) { ++calls; });
+  z.register_hook([&](const torch::Tensor&) { calls += 10; });
+  z.remove_hook(1u);
+  z.sum().backward({}, /*retain_graph=*/true);
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(contains(error_of([&] { z.remove_hook(1u); }), "Invalid index"));
+  EXPECT_TRUE(contains(error_of([&] { x.remove_hook(0u); }), "[remove_hook] Invalid index"));
+  z.remove_hook(0u);
+  z.sum().backward();
+  EXPECT_EQ(calls, 1);
+
+  struct Pass : torch::autograd::Function<Pass> {
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor v) {
+      ctx->saved_data["materialize"] = true;
+      return v * 1;
+    }
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
+                                                    torch::autograd::variable_list g) {
+      EXPECT_TRUE(g[0].defined());
+      EXPECT_TRUE(torch::equal(g[0], torch::zeros({2})));
+      return g;
+    }
+  };
+  auto y = torch::ones({2}, torch::requires_grad());
+  auto outs = torch::autograd::UndefinedGrad().apply({Pass::apply(y)});
+  ASSERT_EQ(outs.size(), 1u);
+  EXPECT_TRUE(outs[0].requires_grad());
+  EXPECT_TRUE(torch::equal(outs[0], torch::ones({2})));
+  outs[0].sum().backward();
+  ASSERT_TRUE(y.grad().defined());
+  EXPECT_TRUE(torch::equal(y.grad(), torch::zeros({2})));
+}
+
+TEST(TorchCompat, AdaptivePoolKeptDimsAndHardtanhReset) {
+  torch::nn::AdaptiveMaxPool2d pool(torch::nn::AdaptiveMaxPool2dOptions({3, c10::nullopt}));
+  std::ostringstream os;
+  os << *pool;
+  EXPECT_EQ(os.str(), "torch::nn::AdaptiveMaxPool2d(output_size=[3, None])");
+  EXPECT_EQ(pool->forward(torch::randn({1, 2, 6, 5})).sizes(), torch::IntArrayRef({1, 2, 3, 5}));
+  torch::nn::AdaptiveAvgPool2d avg(torch::nn::AdaptiveAvgPool2dOptions({c10::nullopt, 2}));
+  std::ostringstream os2;
+  os2 << *avg;
+  EXPECT_EQ(os2.str(), "torch::nn::AdaptiveAvgPool2d(output_size=[None, 2])");
+  auto x = torch::randn({2, 3, 4, 6});
+  EXPECT_TRUE(torch::allclose(avg->forward(x), x.view({2, 3, 4, 2, 3}).mean(-1)));
+  torch::nn::AdaptiveAvgPool3d avg3(torch::nn::AdaptiveAvgPool3dOptions({c10::nullopt, 1, c10::nullopt}));
+  EXPECT_EQ(avg3->forward(torch::randn({1, 2, 3, 4, 5})).sizes(), torch::IntArrayRef({1, 2, 3, 1, 5}));
+
+  torch::nn::Hardtanh ht(torch::nn::HardtanhOptions().min_val(-0.5).max_val(0.5));
+  ht->options.min_val(0.5);
+  EXPECT_TRUE(contains(error_of([&] { ht->reset(); }), "max_val must be greater than min_val"));
+}
+
+
+TEST(TorchCompat, CustomFunctionTensorListAndTrimmedInputGrads) {
+  struct Combine : torch::autograd::Function<Combine> {
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, at::TensorList ts, double scale) {
+      ctx->save_for_backward({ts[0], ts[1]});
+      ctx->saved_data["scale"] = scale;
+      return (ts[0] * ts[1]) * scale;
+    }
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                    torch::autograd::variable_list g) {
+      auto s = ctx->get_saved_variables();
+      const double scale = ctx->saved_data["scale"].toDouble();
+      // One gradient per tensor of the list, then none for the double.
+      return {ctx->needs_input_grad(0) ? g[0] * s[1] * scale : torch::Tensor(),
+              ctx->needs_input_grad(1) ? g[0] * s[0] * scale : torch::Tensor(), torch::Tensor()};
+    }
+  };
+  auto a = torch::randn({3}, torch::requires_grad());
+  auto b = torch::randn({3}, torch::requires_grad());
+  std::vector<torch::Tensor> list{a, b};
+  auto out = Combine::apply(at::TensorList(list), 2.0);
+  out.sum().backward();
+  EXPECT_TRUE(torch::allclose(a.grad(), b * 2));
+  EXPECT_TRUE(torch::allclose(b.grad(), a * 2));
+
+  // grad() of one input: the other's edge is trimmed, so needs_input_grad says false.
+  struct Watch : torch::autograd::Function<Watch> {
+    static torch::Tensor forward(torch::autograd::AutogradContext* ctx, torch::Tensor x, torch::Tensor y) {
+      ctx->save_for_backward({x, y});
+      return x * y;
+    }
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                    torch::autograd::variable_list g) {
+      auto s = ctx->get_saved_variables();
+      ctx->saved_data["asked"] = static_cast<int64_t>(ctx->needs_input_grad(0)) * 10 +
+                                 static_cast<int64_t>(ctx->needs_input_grad(1));
+      seen().push_back(ctx->saved_data["asked"].toInt());
+      return {g[0] * s[1], g[0] * s[0]};
+    }
+    static std::vector<int64_t>& seen() {
+      static std::vector<int64_t> v;
+      return v;
+    }
+  };
+  Watch::seen().clear();
+  auto x = torch::randn({2}, torch::requires_grad()), y = torch::randn({2}, torch::requires_grad());
+  auto gx = torch::autograd::grad({Watch::apply(x, y).sum()}, {x})[0];
+  EXPECT_TRUE(torch::allclose(gx, y));
+  auto gy = torch::autograd::grad({Watch::apply(x, y).sum()}, {y})[0];
+  EXPECT_TRUE(torch::allclose(gy, x));
+  Watch::apply(x, y).sum().backward();
+  EXPECT_EQ(Watch::seen(), std::vector<int64_t>({10, 1, 11}));
 }
 
 }  // namespace

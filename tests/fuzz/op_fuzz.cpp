@@ -619,7 +619,7 @@ std::set<std::string> declared_ops(const std::string& src) {
   // Accessors and autograd plumbing that are not ops.
   const std::set<std::string> not_ops = {"defined", "is_contiguous", "is_floating_point", "is_cpu", "is_alias_of",
                                          "is_same_storage", "is_same", "requires_grad", "is_leaf", "retains_grad",
-                                         "is_inference", "is_view", "self_mut", "mutable_grad", "register_hook_impl", "get", "set_requires_grad", "forward",
+                                         "is_inference", "is_view", "_base", "self_mut", "mutable_grad", "register_hook_impl", "get", "set_requires_grad", "forward",
                                          "operator", "is_signed", "cpu", "data", "variable_data", "tensor_data",
                                          // TensorDataContainer (creation.h) accessors
                                          "convert", "is_init_list", "is_scalar", "is_tensor"};

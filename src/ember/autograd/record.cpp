@@ -106,6 +106,10 @@ void refresh_view_history(const Tensor& t) {
   TensorImpl* base_impl = t.impl()->view_base();
   AutogradMeta* meta = t.impl()->autograd_meta();
   if (!base_impl || !meta || !meta->grad_fn || meta->attr_version == t._version()) return;
+  EMBER_CHECK(meta->view_forbids_inplace.empty(), "[autograd] this tensor is a view made by ",
+              meta->view_forbids_inplace, " and its base was then modified in place; giving the view a new "
+              "history through an op which does not have a derivative implemented is forbidden. clone() the view "
+              "before modifying its base, or register an Autograd kernel for ", meta->view_forbids_inplace);
   Tensor base(t.impl()->view_base_ptr());
   if (!base.requires_grad()) return;
   auto node = std::make_shared<ViewOfBaseBackward>(base, t);
@@ -182,10 +186,22 @@ void inference_inplace_error(const char* op) {
 void check_inplace(const Tensor& self, const char* op) {
   check_inplace_cheap(self, op);
   AutogradMeta* meta = self.impl()->autograd_meta();
+  if (meta && !meta->view_forbids_inplace.empty() && GradMode::is_enabled()) {
+    EMBER_ERROR("[", op, "] this tensor is a view made by ", meta->view_forbids_inplace,
+                "; modifying in place a view made by an op which does not have a derivative implemented is "
+                "forbidden. Modify a clone() of it, or register an Autograd kernel for ", meta->view_forbids_inplace);
+  }
   if (meta && meta->requires_grad && !meta->grad_fn && GradMode::is_enabled()) {
     if (self.impl()->view_base()) {
-      EMBER_ERROR("[", op, "] a view of a leaf Variable that requires grad is being used in an in-place "
-                  "operation; do it under NoGradGuard, or on a clone()");
+      // A view with requires_grad but no history was taken under NoGradGuard.
+      const AutogradMeta* bm = self.impl()->view_base()->autograd_meta();
+      if (bm && bm->requires_grad && !bm->grad_fn) {
+        EMBER_ERROR("[", op, "] a view of a leaf Variable that requires grad is being used in an in-place "
+                    "operation; do it under NoGradGuard, or on a clone()");
+      }
+      EMBER_ERROR("[", op, "] A view was created in no_grad mode and is being modified inplace with grad mode "
+                  "enabled; whether that change should be tracked is ambiguous, so it is refused. Take the view "
+                  "and modify it both under NoGradGuard (not tracked) or both outside it (tracked)");
     }
     EMBER_ERROR("[", op, "] a leaf Variable that requires grad is being used in an in-place operation; "
                 "do it under NoGradGuard (e.g. for initialisation), or on a clone()");

@@ -151,6 +151,9 @@ class Tensor {
   RemovableHandle register_hook_impl(std::function<Tensor(const Tensor&)> hook) const;
   // libtorch's spelling of handle.remove().
   void remove_hook(RemovableHandle& handle) const { handle.remove(); }
+  // Removes the hook register_hook added as the position-th on this tensor (from 0), as
+  // libtorch's remove_hook(unsigned); an unknown or already removed position is an error.
+  void remove_hook(unsigned position) const;
   // Leaves only: called with the tensor after its grad() was updated (DDP uses these).
   RemovableHandle register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
   // Detaches in place: drops grad_fn and requires_grad.
@@ -159,6 +162,10 @@ class Tensor {
   bool is_inference() const { return get().is_inference(); }
   // True for a tensor made by a view op (shares a base's storage and version counter).
   bool is_view() const { return get().view_base() != nullptr; }
+  // The tensor a view was made from (libtorch's _base()); an error for a non-view.
+  Tensor _base() const;
+  // libtorch's spelling of impl(), for identity checks.
+  TensorImpl* unsafeGetTensorImpl() const { return impl_.get(); }
   // libtorch's Tensor::data() / variable_data(): a tensor sharing the storage, without
   // autograd history and not requiring grad (like detach()).
   Tensor data() const { return detach(); }

@@ -665,6 +665,12 @@ std::vector<Tensor> Tensor::unbind(int64_t d) const {
   return out;
 }
 
+Tensor Tensor::_base() const {
+  check_defined(*this, "_base");
+  EMBER_CHECK(impl_->view_base() != nullptr, "[_base] Can't get the base of a non-view tensor; check is_view() first");
+  return Tensor(impl_->view_base_ptr());
+}
+
 Tensor Tensor::alias() const {
   check_defined(*this, "alias");
   Tensor out = make_view(*this, sizes(), strides(), storage_offset());
