@@ -274,6 +274,23 @@ DIST_SCENARIO(mismatch_op) {
   // The group stays usable after a mismatch (every rank saw it).
   dist::all_reduce(t);
   WCHECK(t[0].item<float>() == 4.0f * 1, << "got " << t[0].item<float>());
+  // A small all_reduce travels inside the fingerprint exchange (Note [Fused small
+  // all-reduce]); a mismatch against it is still caught before any data is used.
+  Tensor small = ember::full({16}, static_cast<double>(rank + 1));
+  try {
+    if (rank == 0) {
+      dist::all_reduce(small);
+    } else {
+      dist::broadcast(small, 0);
+    }
+    std::cout << "no error" << std::endl;
+    return 1;
+  } catch (const ember::Error& e) {
+    std::cout << "small: " << e.what() << std::endl;
+  }
+  WCHECK(small[0].item<float>() == static_cast<float>(rank + 1), << "the failed call changed the tensor");
+  dist::all_reduce(small);
+  WCHECK(small[15].item<float>() == 3.0f, << "got " << small[15].item<float>());
   dist::destroy_process_group();
   return 0;
 }
@@ -501,6 +518,11 @@ TEST(DistributedCollectives, MismatchedOpRaisesOnEveryRank) {
                                    "rank 1 called broadcast(f32[1024], root=0)"),
             std::string::npos)
       << r.dump();
+  for (const auto& rr : r.ranks)
+    EXPECT_NE(rr.output.find("collective #4 mismatch: rank 0 called all_reduce(f32[16], SUM), rank 1 called "
+                             "broadcast(f32[16], root=0)"),
+              std::string::npos)
+        << r.dump();
 }
 
 TEST(DistributedCollectives, MismatchedShapeNamesTheOddRank) {

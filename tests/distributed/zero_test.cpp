@@ -57,6 +57,13 @@ std::unique_ptr<dist::ZeroRedundancyOptimizer> make_zero(const std::string& kind
                                                          optim::AdamWOptions(1e-2).weight_decay(0.1));
 }
 
+// The options of a second group (another learning rate), for add_param_group.
+optim::OptimizerParamGroup second_group(const std::string& kind, std::vector<Tensor> params) {
+  if (kind == "sgd") return optim::OptimizerParamGroup(std::move(params), optim::SGDOptions(0.02).momentum(0.5));
+  if (kind == "adam") return optim::OptimizerParamGroup(std::move(params), optim::AdamOptions(3e-3));
+  return optim::OptimizerParamGroup(std::move(params), optim::AdamWOptions(3e-3).weight_decay(0.2));
+}
+
 int64_t state_bytes(const optim::Optimizer& o) {
   int64_t n = 0;
   for (const Tensor& p : o.parameters())
@@ -89,8 +96,12 @@ DIST_SCENARIO(zero_matches_ddp) {
   ember::manual_seed(0);
   Net b;
   nn::parallel::DistributedDataParallel ddp_a(a), ddp_b(b);
-  auto plain = make_plain(kind, a->parameters());
-  auto zero = make_zero(kind, b->parameters());
+  // fc1 and fc2 in the first group; fc3 added as a second group with other options.
+  auto pa = a->parameters(), pb = b->parameters();
+  auto plain = make_plain(kind, {pa.begin(), pa.begin() + 4});
+  auto zero = make_zero(kind, {pb.begin(), pb.begin() + 4});
+  plain->add_param_group(second_group(kind, {pa[4], pa[5]}));
+  zero->add_param_group(second_group(kind, {pb[4], pb[5]}));
 
   // The partition: every parameter on exactly one rank, greedy by size.
   size_t owned = 0;
@@ -145,7 +156,9 @@ DIST_SCENARIO(zero_matches_ddp) {
     for (size_t i = 0; i < pa.size(); ++i) pc[i].copy_(pa[i]);
   }
   nn::parallel::DistributedDataParallel ddp_c(c);
-  auto zero_c = make_zero(kind, c->parameters());
+  auto pc = c->parameters();
+  auto zero_c = make_zero(kind, {pc.begin(), pc.begin() + 4});
+  zero_c->add_param_group(second_group(kind, {pc[4], pc[5]}));
   zero_c->load_state_dict(sd);
   train_step(ddp_a, *plain, xr, yr);
   train_step(ddp_c, *zero_c, xr, yr);

@@ -417,6 +417,8 @@ bool env_flag(const char* name, bool fallback) {
 
 constexpr uint8_t kP2PSlotPrefix = 0x40;
 constexpr uint8_t kReduceScatterSlotPrefix = 0x41;
+// Payload bytes carried in every fingerprint record (Note [Fused small all-reduce]).
+constexpr size_t kInlinePayloadBytes = 1024;
 
 // A point-to-point operation, completed by wait().
 class P2PWork : public Work {
@@ -543,22 +545,49 @@ class ProcessGroupGloo final : public ProcessGroup {
   WorkPtr all_reduce(const Tensor& t, ReduceOp op) override {
     check_tensor("all_reduce", t, true, op);
     Fingerprint fp = fingerprint(Coll::AllReduce, t, op, -1);
-    return enqueue("all_reduce", fp, [this, t, op](uint32_t tag) mutable {
-      Buffer b = make_buffer(t, true);
-      if (size_ > 1) {
-        gloo::AllreduceOptions o(context_);
-        set_output(o, b.work.data_ptr(), b.nbytes(), b.work.element_size());
-        o.setReduceFunction(reduce_fn(b.work.dtype(), op));
-        o.setTag(tag);
-        o.setTimeout(options_.timeout);
-        gloo::allreduce(o);
-      }
-      if (op == ReduceOp::AVG) {
-        NoGradGuard ng;
-        b.work.div_(size_);
-      }
-      b.finish();
-    });
+    // Note [Fused small all-reduce]: a tensor that fits in the fingerprint record travels in
+    // it: one all-gather carries every rank's fingerprint and data, and each rank reduces the
+    // W copies itself, in rank order (the same order on every rank, so the results agree bit
+    // for bit). That saves the second round trip of a checked small all-reduce.
+    const size_t work_bytes =
+        static_cast<size_t>(t.numel()) * (t.dtype() == kFloat16 || t.dtype() == kBFloat16 ? 4 : t.element_size());
+    std::function<void(const Task&, uint32_t)> fused;
+    if (work_bytes <= kInlinePayloadBytes) {
+      fused = [this, t, op](const Task& task, uint32_t tag) {
+        Buffer b = make_buffer(t, true);
+        std::vector<uint8_t> all;
+        exchange_fingerprints(task, tag, b.work.data_ptr(), b.nbytes(), &all);
+        const ReduceFn fn = reduce_fn(b.work.dtype(), op);
+        const size_t n = static_cast<size_t>(b.work.numel());
+        if (b.nbytes()) std::memcpy(b.bytes(), all.data(), b.nbytes());
+        for (int r = 1; r < size_; ++r)
+          fn(b.bytes(), b.bytes(), all.data() + static_cast<size_t>(r) * kInlinePayloadBytes, n);
+        if (op == ReduceOp::AVG) {
+          NoGradGuard ng;
+          b.work.div_(size_);
+        }
+        b.finish();
+      };
+    }
+    return enqueue(
+        "all_reduce", fp,
+        [this, t, op](uint32_t tag) mutable {
+          Buffer b = make_buffer(t, true);
+          if (size_ > 1) {
+            gloo::AllreduceOptions o(context_);
+            set_output(o, b.work.data_ptr(), b.nbytes(), b.work.element_size());
+            o.setReduceFunction(reduce_fn(b.work.dtype(), op));
+            o.setTag(tag);
+            o.setTimeout(options_.timeout);
+            gloo::allreduce(o);
+          }
+          if (op == ReduceOp::AVG) {
+            NoGradGuard ng;
+            b.work.div_(size_);
+          }
+          b.finish();
+        },
+        std::move(fused));
   }
 
   WorkPtr broadcast(const Tensor& t, int root) override {
@@ -882,6 +911,9 @@ class ProcessGroupGloo final : public ProcessGroup {
     Fingerprint fp;
     std::function<void(uint32_t)> body;
     std::shared_ptr<WorkImpl> work;
+    // Note [Fused small all-reduce]: when set and the checks are on, runs instead of the
+    // fingerprint exchange and body, moving the data inside the fingerprint exchange.
+    std::function<void(const Task&, uint32_t)> fused = nullptr;
   };
 
   // ---- argument checks (on the caller's thread, so errors name the call) ----
@@ -934,13 +966,14 @@ class ProcessGroupGloo final : public ProcessGroup {
 
   // ---- the worker ----
 
-  WorkPtr enqueue(const char* op, Fingerprint fp, std::function<void(uint32_t)> body) {
+  WorkPtr enqueue(const char* op, Fingerprint fp, std::function<void(uint32_t)> body,
+                  std::function<void(const Task&, uint32_t)> fused = nullptr) {
     auto work = std::make_shared<WorkImpl>(std::string(op), [this](WorkImpl* w) { return run_inline(w); });
     Task task;
     {
       std::lock_guard<std::mutex> l(mu_);
       fp.seq = ++seq_;
-      task = Task{op, fp, std::move(body), work};
+      task = Task{op, fp, std::move(body), work, std::move(fused)};
       if (!detail::SynchronousCall::active() || busy_ || !queue_.empty()) {
         queue_.push_back(std::move(task));
         task.work = nullptr;
@@ -1014,7 +1047,13 @@ class ProcessGroupGloo final : public ProcessGroup {
     }
     const uint32_t tag = static_cast<uint32_t>(task.fp.seq * 2);
     try {
-      if (options_.check_collectives && size_ > 1) exchange_fingerprints(task, tag);
+      if (options_.check_collectives && size_ > 1) {
+        if (task.fused) {
+          task.fused(task, tag);
+          return;
+        }
+        exchange_fingerprints(task, tag);
+      }
       task.body(tag + 1);
     } catch (const gloo::Exception& e) {
       fail(task, describe(task.fp, *this), e.what());
@@ -1053,14 +1092,31 @@ class ProcessGroupGloo final : public ProcessGroup {
     }
   }
 
-  void exchange_fingerprints(const Task& task, uint32_t tag) {
-    std::vector<Fingerprint> all(static_cast<size_t>(size_));
+  // Every rank's fingerprint record: the fingerprint, then kInlinePayloadBytes of payload
+  // (a fused all-reduce's data, Note [Fused small all-reduce]; zeros otherwise). The size is
+  // the same for every collective, so that ranks that called different ones still exchange
+  // records and report the mismatch. all_payloads (if given) receives every rank's payload.
+  void exchange_fingerprints(const Task& task, uint32_t tag, const void* payload = nullptr, size_t nbytes = 0,
+                             std::vector<uint8_t>* all_payloads = nullptr) {
+    constexpr size_t kRecord = sizeof(Fingerprint) + kInlinePayloadBytes;
+    std::vector<uint8_t> mine(kRecord, 0);
+    std::memcpy(mine.data(), &task.fp, sizeof(Fingerprint));
+    if (nbytes) std::memcpy(mine.data() + sizeof(Fingerprint), payload, nbytes);
+    std::vector<uint8_t> records(kRecord * static_cast<size_t>(size_));
     gloo::AllgatherOptions o(context_);
-    o.setInput<uint8_t>(reinterpret_cast<uint8_t*>(const_cast<Fingerprint*>(&task.fp)), sizeof(Fingerprint));
-    o.setOutput<uint8_t>(reinterpret_cast<uint8_t*>(all.data()), sizeof(Fingerprint) * all.size());
+    o.setInput<uint8_t>(mine.data(), kRecord);
+    o.setOutput<uint8_t>(records.data(), records.size());
     o.setTag(tag);
     o.setTimeout(options_.timeout);
     gloo::allgather(o);
+    std::vector<Fingerprint> all(static_cast<size_t>(size_));
+    for (size_t r = 0; r < all.size(); ++r) std::memcpy(&all[r], records.data() + r * kRecord, sizeof(Fingerprint));
+    if (all_payloads) {
+      all_payloads->resize(all.size() * kInlinePayloadBytes);
+      for (size_t r = 0; r < all.size(); ++r)
+        std::memcpy(all_payloads->data() + r * kInlinePayloadBytes, records.data() + r * kRecord + sizeof(Fingerprint),
+                    kInlinePayloadBytes);
+    }
     bool same = std::all_of(all.begin(), all.end(), [&](const Fingerprint& f) { return f == all[0]; });
     if (same) return;
     // Group the ranks by what they called, in rank order of first appearance.

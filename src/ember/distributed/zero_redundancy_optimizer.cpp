@@ -79,34 +79,44 @@ void ZeroRedundancyOptimizer::check_same_parameters_everywhere() {
 }
 
 void ZeroRedundancyOptimizer::build_partition() {
-  const size_t world = static_cast<size_t>(group_->size());
-  const size_t ngroups = param_groups().size();
-  partition_.assign(world, std::vector<std::vector<Tensor>>(ngroups));
-  std::vector<int64_t> load(world, 0);
+  partition_.assign(static_cast<size_t>(group_->size()), {});
+  load_.assign(static_cast<size_t>(group_->size()), 0);
+  owner_.clear();
+  global_index_.clear();
+  for (size_t g = 0; g < param_groups().size(); ++g) partition_group(g);
+}
+
+void ZeroRedundancyOptimizer::partition_group(size_t g) {
   size_t base = 0;
-  for (size_t g = 0; g < ngroups; ++g) {
-    const auto& params = param_groups()[g].params();
-    std::vector<size_t> order(params.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return params[a].numel() > params[b].numel(); });
-    owner_.resize(base + params.size());
-    for (size_t i : order) {
-      const size_t r = static_cast<size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-      partition_[r][g].push_back(params[i]);
-      load[r] += params[i].numel();
-      owner_[base + i] = static_cast<int>(r);
-    }
-    base += params.size();
+  for (size_t k = 0; k < g; ++k) base += param_groups()[k].params().size();
+  const auto& params = param_groups()[g].params();
+  for (auto& per_rank : partition_) per_rank.resize(g + 1);
+  std::vector<size_t> order(params.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return params[a].numel() > params[b].numel(); });
+  owner_.resize(base + params.size());
+  for (size_t i : order) {
+    const size_t r = static_cast<size_t>(std::min_element(load_.begin(), load_.end()) - load_.begin());
+    partition_[r][g].push_back(params[i]);
+    load_[r] += params[i].numel();
+    owner_[base + i] = static_cast<int>(r);
   }
   // Local index (the wrapped optimizer numbers its parameters group by group) -> global.
   std::unordered_map<const TensorImpl*, size_t> index;
-  size_t k = 0;
-  for (const auto& g : param_groups())
-    for (const Tensor& p : g.params()) index[p.impl()] = k++;
-  global_index_.clear();
-  for (const auto& params : partition_[static_cast<size_t>(group_->rank())])
-    for (const Tensor& p : params) global_index_.push_back(index.at(p.impl()));
+  for (size_t i = 0; i < params.size(); ++i) index[params[i].impl()] = base + i;
+  for (const Tensor& p : partition_[static_cast<size_t>(group_->rank())][g])
+    global_index_.push_back(index.at(p.impl()));
+}
+
+void ZeroRedundancyOptimizer::add_param_group(const optim::OptimizerParamGroup& group) {
+  Optimizer::add_param_group(group);
+  const size_t g = param_groups().size() - 1;
+  partition_group(g);
+  optim::OptimizerParamGroup local(partition_[static_cast<size_t>(group_->rank())][g],
+                                   param_groups()[g].options().clone());
+  for (const auto& item : param_groups()[g].extras()) local.set(item.key(), item.value());
+  local_->add_param_group(local);
 }
 
 int ZeroRedundancyOptimizer::owner(const Tensor& param) const {

@@ -71,6 +71,11 @@ class ZeroRedundancyOptimizer : public optim::Optimizer {
   // options into it, so schedulers work), then gathers every rank's parameters.
   Tensor step(const optim::LossClosure& closure = nullptr) override;
 
+  // Adds a group on every rank: its parameters are partitioned after the existing ones, as
+  // PyTorch does, and this rank's share joins the wrapped optimizer. (Optimizer's
+  // add_param_group is not virtual: call this one on the ZeroRedundancyOptimizer itself.)
+  void add_param_group(const optim::OptimizerParamGroup& group);
+
   // Collects every rank's optimizer state on rank `to` (a collective: call it on every rank).
   void consolidate_state_dict(int to = 0);
   // The consolidated full state (only on the rank given to consolidate_state_dict).
@@ -95,6 +100,8 @@ class ZeroRedundancyOptimizer : public optim::Optimizer {
 
  private:
   void build_partition();
+  // Assigns the parameters of group g (Note [ZeRO partition]), continuing from load_.
+  void partition_group(size_t g);
   void check_same_parameters_everywhere();
   void sync_options_to_local();
   void sync_parameters();
@@ -103,6 +110,7 @@ class ZeroRedundancyOptimizer : public optim::Optimizer {
   std::unique_ptr<optim::Optimizer> local_;
   std::vector<std::vector<std::vector<Tensor>>> partition_;  // [rank][group] -> params
   std::vector<int> owner_;                                   // global index -> rank
+  std::vector<int64_t> load_;                                // elements assigned to each rank
   std::vector<size_t> global_index_;                         // local index -> global index
   bool consolidated_ = false;
   int consolidated_on_ = -1;
