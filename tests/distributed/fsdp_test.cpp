@@ -206,6 +206,15 @@ DIST_SCENARIO(fsdp_unused) {
   }
   // The wrapper recovers: a normal iteration works.
   fsdp(x).sum().backward();
+  // A unit's forward() called directly (bypassing the hooks that gather it) meets the
+  // 0-element placeholders: an error, not a read of freed memory.
+  try {
+    net->fc2->forward(ember::randn({2, 32}));
+    std::cout << "no error from a direct forward" << std::endl;
+    return 1;
+  } catch (const ember::Error& e) {
+    std::cout << "direct forward: " << e.what() << std::endl;
+  }
   dist::destroy_process_group();
   return 0;
 }
