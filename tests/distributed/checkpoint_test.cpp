@@ -122,6 +122,35 @@ DIST_SCENARIO(ckpt_fsdp_wrong_model) {
   return 0;
 }
 
+// A save that dies half-way: rank 1 is killed after writing its shard's temporary file but
+// before renaming it; rank 0 must fail (naming the lost rank) instead of hanging, and the
+// checkpoint saved earlier in the same directory must stay loadable.
+DIST_SCENARIO(ckpt_fsdp_crash) {
+  dist::init_process_group({.timeout = std::chrono::seconds(5)});
+  const int rank = dist::get_rank(), world = dist::get_world_size();
+  ember::manual_seed(0);
+  CNet net;
+  nn::parallel::FullyShardedDataParallel fsdp(net);
+  optim::Adam opt(fsdp->parameters(), optim::AdamOptions(1e-2));
+  auto [x, y] = batch(rank, world);
+  opt.zero_grad();
+  nn::functional::mse_loss(fsdp(x), y).backward();
+  opt.step();
+  if (rank == 1) {
+    ember::detail::set_save_progress_hook([](const char* stage, uint64_t) {
+      if (std::string(stage) == "synced") std::_Exit(9);
+    });
+  }
+  try {
+    dist::save_sharded(dir() + "/fsdp", *fsdp, &opt);
+    std::cout << "no error" << std::endl;
+    return 1;
+  } catch (const ember::Error& e) {
+    std::cout << "error: " << e.what() << std::endl;
+  }
+  return 0;
+}
+
 DIST_SCENARIO(ckpt_zero_save) {
   dist::init_process_group({.timeout = std::chrono::seconds(20)});
   const int rank = dist::get_rank(), world = dist::get_world_size();
@@ -214,6 +243,29 @@ TEST(ShardedCheckpoint, FSDPSavedOnTwoRanksLoadsOnThreeAndOne) {
   EXPECT_EQ(adam.find_state(plain->fc1->weight)->step, 3);
   EXPECT_EQ(adam.find_state(plain->fc1->weight)->tensors["exp_avg"].sizes(), plain->fc1->weight.sizes());
 
+  // A save killed half-way leaves the checkpoint above as it was.
+  auto crash = run_ranks("ckpt_fsdp_crash", 2, 60, {env});
+  EXPECT_EQ(crash.ranks[1].exit_code, 9) << crash.dump();
+  EXPECT_EQ(crash.ranks[0].exit_code, 0) << crash.dump();
+  EXPECT_NE(crash.ranks[0].output.find("error: [save_sharded] the ranks lost contact while saving to '" + d +
+                                       "/fsdp'; the checkpoint saved there before (if any) is unchanged: "),
+            std::string::npos)
+      << crash.dump();
+  EXPECT_NE(crash.ranks[0].output.find("rank 1 never arrived"), std::string::npos) << crash.dump();
+  auto after_crash = dist::load_full_checkpoint(d + "/fsdp");
+  expect_same_dicts(after_crash.model, ref);
+  EXPECT_TRUE(after_crash.optimizer == from2.optimizer);
+  // The next save (the same training again) replaces it and removes the crashed save's leftovers.
+  size_t leftovers = 0;
+  for (const auto& e : fs::directory_iterator(d + "/fsdp")) leftovers += e.path().filename().string()[0] == '.';
+  EXPECT_EQ(leftovers, 1u);  // rank 1's temporary
+  auto again = run_ranks("ckpt_fsdp_save", 2, 60, {env});
+  ASSERT_TRUE(again.all_ok()) << again.dump();
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(d + "/fsdp")) files.push_back(e.path().filename().string());
+  EXPECT_EQ(files.size(), 3u) << ::testing::PrintToString(files);
+  expect_same_dicts(dist::load_full_checkpoint(d + "/fsdp").model, ref);
+
   // A checkpoint of another model.
   auto wrong = run_ranks("ckpt_fsdp_wrong_model", 2, 60, {env});
   ASSERT_TRUE(wrong.all_ok()) << wrong.dump();
@@ -225,8 +277,12 @@ TEST(ShardedCheckpoint, FSDPSavedOnTwoRanksLoadsOnThreeAndOne) {
 
   // A truncated shard, then a corrupted one: errors naming the file.
   std::string victim;
-  for (const auto& e : fs::directory_iterator(d + "/fsdp"))
-    if (e.path().filename().string().find("-00001-of-00002") != std::string::npos) victim = e.path().string();
+  // Rank 1's shard of the checkpoint (not the temporary the crashed save left behind).
+  for (const auto& e : fs::directory_iterator(d + "/fsdp")) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("shard-", 0) == 0 && name.find("-00001-of-00002.safetensors") != std::string::npos)
+      victim = e.path().string();
+  }
   ASSERT_FALSE(victim.empty());
   const auto size = fs::file_size(victim);
   fs::copy_file(victim, d + "/backup");

@@ -97,7 +97,25 @@ std::string capture(F&& f) {
 
 // ---------------------------------------------------------------- saving
 
-void save_sharded_state(const ShardedState& state, const std::string& dir, const ProcessGroupPtr& group_arg) {
+namespace {
+void save_sharded_state_impl(const ShardedState& state, const std::string& dir, const ProcessGroupPtr& group_arg);
+}
+
+void save_sharded_state(const ShardedState& state, const std::string& dir, const ProcessGroupPtr& group) {
+  try {
+    save_sharded_state_impl(state, dir, group);
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    if (what.rfind("[save_sharded]", 0) == 0) throw;
+    // A collective failed (a rank died or left): the metadata was not written, so the
+    // checkpoint saved before in dir, if any, is still the one that loads.
+    throw Error("[save_sharded] the ranks lost contact while saving to '" + dir +
+                "'; the checkpoint saved there before (if any) is unchanged: " + what);
+  }
+}
+
+namespace {
+void save_sharded_state_impl(const ShardedState& state, const std::string& dir, const ProcessGroupPtr& group_arg) {
   constexpr const char* op = "save_sharded";
   const ProcessGroupPtr& group = group_arg ? group_arg : default_group();
   const int rank = group->rank(), world = group->size();
@@ -202,10 +220,12 @@ void save_sharded_state(const ShardedState& state, const std::string& dir, const
       std::error_code ec;
       for (const auto& entry : fs::directory_iterator(dir, ec)) {
         const std::string name = entry.path().filename().string();
-        if (name.rfind("shard-", 0) == 0 && name.rfind("shard-" + id + "-", 0) != 0 && name.size() > 12 &&
-            name.substr(name.size() - 12) == ".safetensors") {
-          fs::remove(entry.path(), ec);
-        }
+        const bool old_shard = name.rfind("shard-", 0) == 0 && name.rfind("shard-" + id + "-", 0) != 0 &&
+                               name.size() > 12 && name.substr(name.size() - 12) == ".safetensors";
+        // Temporaries of shards of earlier, interrupted saves (a save's own are gone by now).
+        const bool old_temporary = name.rfind(".shard-", 0) == 0 && name.find(id) == std::string::npos &&
+                                   name.find(".ember-tmp.") != std::string::npos;
+        if (old_shard || old_temporary) fs::remove(entry.path(), ec);
       }
     });
   }
@@ -213,6 +233,7 @@ void save_sharded_state(const ShardedState& state, const std::string& dir, const
   EMBER_CHECK(outcome[0].to_string().empty(), "[", op, "] rank ", root, " could not write the metadata to '", dir,
               "': ", outcome[0].to_string());
 }
+}  // namespace
 
 // ---------------------------------------------------------------- reading
 
