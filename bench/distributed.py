@@ -44,6 +44,10 @@ def ddp_bench(a, launcher, ember_bin):
             extra = ["--single"] if mode == "single" else []
             sides[("ember", model, mode)] = base + [ember_bin] + flags + extra
             sides[("torch", model, mode)] = base + torch_cmd + extra
+        # ember's sharded wrappers on the same step (torch 1.13's FSDP needs CUDA).
+        for wrap in ("zero", "fsdp", "fsdp_grad_op"):
+            base = [launcher, "--standalone", "--nproc-per-node", str(a.ranks)]
+            sides[("ember", model, wrap)] = base + [ember_bin] + flags + ["--wrap", wrap]
     best = {}
     for _ in range(a.rounds):
         for key, cmd in sides.items():
@@ -59,6 +63,11 @@ def ddp_bench(a, launcher, ember_bin):
             s, d = best[(lib, model, "single")] * 1e3, best[(lib, model, "ddp")] * 1e3
             row += [s, d, d - s]
         print(f"{model:>5} | {row[0]:9.2f} {row[1]:9.2f} {row[2]:9.2f} | {row[3]:9.2f} {row[4]:9.2f} {row[5]:9.2f}")
+    print(f"\nember's wrappers on the same step, {a.ranks} ranks, ms")
+    print(f"{'model':>5} | {'DDP':>9} {'DDP+ZeRO':>9} {'FSDP':>9} {'FSDP, SHARD_GRAD_OP':>20}")
+    for model in ("mlp", "cnn"):
+        t = [best[("ember", model, w)] * 1e3 for w in ("ddp", "zero", "fsdp", "fsdp_grad_op")]
+        print(f"{model:>5} | {t[0]:9.2f} {t[1]:9.2f} {t[2]:9.2f} {t[3]:20.2f}")
 
 
 def main():

@@ -192,7 +192,11 @@ FullyShardedDataParallelImpl::FullyShardedDataParallelImpl(std::shared_ptr<Modul
       hooks_.push_back(
           u.module->register_forward_hook([this, k](Module&, const TensorList&, const TensorList& outputs) {
             hook_outputs(k, outputs);
-            reshard(*units_[k]);
+            // SHARD_GRAD_OP keeps the parameters for the backward (freed after the reduction);
+            // without a backward to come, they are freed now.
+            const bool keep = options_.sharding_strategy == ShardingStrategy::SHARD_GRAD_OP && GradMode::is_enabled() &&
+                              units_[k]->trainable;
+            if (!keep) reshard(*units_[k]);
             return std::optional<TensorList>();
           }));
     }

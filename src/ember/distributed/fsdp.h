@@ -47,6 +47,15 @@ class Optimizer;
 
 namespace ember::nn::parallel {
 
+// What is sharded between uses (torch.distributed.fsdp.ShardingStrategy).
+enum class ShardingStrategy {
+  // Parameters freed after each unit's forward and gathered again for its backward.
+  FULL_SHARD,
+  // Parameters kept from a unit's forward until its gradients are reduced: one all-gather
+  // per unit and step instead of two, at the cost of holding the full model during a step.
+  SHARD_GRAD_OP,
+};
+
 struct FSDPOptions {
   // The group to shard over; null: the default group.
   distributed::ProcessGroupPtr process_group = nullptr;
@@ -56,6 +65,7 @@ struct FSDPOptions {
   std::function<bool(const Module& module, const std::string& name)> auto_wrap_policy = nullptr;
   // Broadcast rank 0's parameters and buffers at construction.
   bool sync_module_states = true;
+  ShardingStrategy sharding_strategy = ShardingStrategy::FULL_SHARD;
 };
 
 // Bytes held on this rank (FullyShardedDataParallelImpl::memory_stats).
