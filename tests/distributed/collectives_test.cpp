@@ -16,7 +16,7 @@ using ember::Tensor;
 
 namespace collectives_test {
 
-const std::vector<ember::DType> kDTypes = {ember::kFloat32, ember::kFloat64, ember::kInt32, ember::kInt64,
+const std::vector<ember::DType> kDTypes = {ember::kFloat32, ember::kFloat64, ember::kInt32,    ember::kInt64,
                                            ember::kUInt8,   ember::kInt8,    ember::kBFloat16, ember::kFloat16};
 
 // Rank r's input: small integers (exact in every dtype, sums and products included).
@@ -116,7 +116,8 @@ int run_all_collectives() {
       for (int r = 0; r < world; ++r) expect_equal(outs[static_cast<size_t>(r)], values(r, n), "all_gather " + d);
       Tensor flat = ember::zeros({world * n}, ember::TensorOptions(dt));
       dist::all_gather_into_tensor(flat, t);
-      for (int r = 0; r < world; ++r) expect_equal(flat.narrow(0, r * n, n), values(r, n), "all_gather_into_tensor " + d);
+      for (int r = 0; r < world; ++r)
+        expect_equal(flat.narrow(0, r * n, n), values(r, n), "all_gather_into_tensor " + d);
     }
     // reduce_scatter: rank r gets the sum of every rank's input_list[r].
     {
@@ -128,6 +129,43 @@ int run_all_collectives() {
       for (int r = 0; r < world; ++r)
         for (int64_t i = 0; i < n; ++i) want[static_cast<size_t>(i)] += values(r, n, rank)[static_cast<size_t>(i)];
       expect_equal(out, want, "reduce_scatter " + d);
+    }
+    // reduce_scatter_tensor (the ring): SUM and MAX over a flat input.
+    for (auto op : {dist::ReduceOp::SUM, dist::ReduceOp::MAX}) {
+      const int64_t m = 7;
+      Tensor in = make(rank, {world * m}, dt, 5), out = ember::zeros({m}, ember::TensorOptions(dt));
+      dist::reduce_scatter_tensor(out, in, op);
+      std::vector<double> want(static_cast<size_t>(m));
+      for (int64_t i = 0; i < m; ++i) {
+        double w = values(0, world * m, 5)[static_cast<size_t>(rank * m + i)];
+        for (int r = 1; r < world; ++r) {
+          const double x = values(r, world * m, 5)[static_cast<size_t>(rank * m + i)];
+          w = op == dist::ReduceOp::SUM ? w + x : std::max(w, x);
+        }
+        want[static_cast<size_t>(i)] = w;
+      }
+      expect_equal(out, want, "reduce_scatter_tensor " + std::string(dist::reduce_op_name(op)) + " " + d);
+    }
+    // all_to_all_single with uneven splits: rank r sends (r + 2j) % 3 rows of 2 to rank j.
+    {
+      auto rows = [](int from, int to) { return static_cast<int64_t>((from + 2 * to) % 3); };
+      std::vector<Tensor> parts;
+      std::vector<int64_t> in_splits, out_splits;
+      int64_t out_rows = 0;
+      for (int j = 0; j < world; ++j) {
+        in_splits.push_back(rows(rank, j));
+        out_splits.push_back(rows(j, rank));
+        out_rows += rows(j, rank);
+        parts.push_back(make(rank * 10 + j, {rows(rank, j), 2}, dt));
+      }
+      Tensor in = ember::cat(parts, 0), out = ember::zeros({out_rows, 2}, ember::TensorOptions(dt));
+      dist::all_to_all_single(out, in, out_splits, in_splits);
+      int64_t at = 0;
+      for (int j = 0; j < world; ++j) {
+        expect_equal(out.narrow(0, at, rows(j, rank)), values(j * 10 + rank, rows(j, rank) * 2),
+                     "uneven all_to_all_single from rank " + std::to_string(j) + " " + d);
+        at += rows(j, rank);
+      }
     }
     // gather to rank 0, scatter from rank 1.
     {
@@ -153,7 +191,8 @@ int run_all_collectives() {
         outs.push_back(ember::zeros(shape, ember::TensorOptions(dt)));
       }
       dist::all_to_all(outs, ins);
-      for (int j = 0; j < world; ++j) expect_equal(outs[static_cast<size_t>(j)], values(j * 10 + rank, n), "all_to_all " + d);
+      for (int j = 0; j < world; ++j)
+        expect_equal(outs[static_cast<size_t>(j)], values(j * 10 + rank, n), "all_to_all " + d);
       Tensor in = ember::cat(ins, 0), out = ember::zeros_like(in);
       dist::all_to_all_single(out, in);
       for (int j = 0; j < world; ++j)
@@ -182,7 +221,8 @@ int run_all_collectives() {
     Tensor b2 = make(rank, {4, 3}, ember::kFloat64);
     Tensor col = b2.select(1, 1);  // stride 3
     dist::broadcast(col, 0);
-    expect_equal(col, {values(0, 12)[1], values(0, 12)[4], values(0, 12)[7], values(0, 12)[10]}, "broadcast of a column");
+    expect_equal(col, {values(0, 12)[1], values(0, 12)[4], values(0, 12)[7], values(0, 12)[10]},
+                 "broadcast of a column");
   }
   // Async: two reductions in flight, then wait.
   {
@@ -234,6 +274,23 @@ DIST_SCENARIO(mismatch_op) {
   // The group stays usable after a mismatch (every rank saw it).
   dist::all_reduce(t);
   WCHECK(t[0].item<float>() == 4.0f * 1, << "got " << t[0].item<float>());
+  // A small all_reduce travels inside the fingerprint exchange (Note [Fused small
+  // all-reduce]); a mismatch against it is still caught before any data is used.
+  Tensor small = ember::full({16}, static_cast<double>(rank + 1));
+  try {
+    if (rank == 0) {
+      dist::all_reduce(small);
+    } else {
+      dist::broadcast(small, 0);
+    }
+    std::cout << "no error" << std::endl;
+    return 1;
+  } catch (const ember::Error& e) {
+    std::cout << "small: " << e.what() << std::endl;
+  }
+  WCHECK(small[0].item<float>() == static_cast<float>(rank + 1), << "the failed call changed the tensor");
+  dist::all_reduce(small);
+  WCHECK(small[15].item<float>() == 3.0f, << "got " << small[15].item<float>());
   dist::destroy_process_group();
   return 0;
 }
@@ -359,16 +416,37 @@ DIST_SCENARIO(subgroup) {
 DIST_SCENARIO(init_methods) {
   const int rank = std::stoi(std::getenv("RANK")), world = std::stoi(std::getenv("WORLD_SIZE"));
   const std::string tcp = std::string("tcp://127.0.0.1:") + std::getenv("MASTER_PORT");
-  dist::init_process_group({.init_method = tcp, .rank = rank, .world_size = world, .timeout = std::chrono::seconds(10)});
+  dist::init_process_group(
+      {.init_method = tcp, .rank = rank, .world_size = world, .timeout = std::chrono::seconds(10)});
   Tensor t = ember::ones({5});
   dist::all_reduce(t);
   WCHECK(t[4].item<float>() == static_cast<float>(world));
   dist::destroy_process_group();
   const std::string file = std::string("file://") + std::getenv("EMBER_TEST_TMP") + "/store";
-  dist::init_process_group({.init_method = file, .rank = rank, .world_size = world, .timeout = std::chrono::seconds(10)});
+  dist::init_process_group(
+      {.init_method = file, .rank = rank, .world_size = world, .timeout = std::chrono::seconds(10)});
   Tensor u = ember::full({3}, 2.0);
   dist::all_reduce(u, dist::ReduceOp::PRODUCT);
   WCHECK(u[0].item<float>() == std::pow(2.0f, static_cast<float>(world)));
+  dist::barrier();
+  dist::destroy_process_group();
+  return 0;
+}
+
+// Uneven all_to_all_single whose splits disagree across ranks: every rank raises, naming
+// the pair, and the group stays usable.
+DIST_SCENARIO(bad_splits) {
+  dist::init_process_group({.timeout = std::chrono::seconds(10)});
+  const int rank = dist::get_rank();
+  const std::vector<int64_t> in_splits = rank == 0 ? std::vector<int64_t>{1, 1} : std::vector<int64_t>{2, 1};
+  Tensor in = ember::ones({rank == 0 ? 2 : 3, 4}), out = ember::zeros({2, 4});
+  try {
+    dist::all_to_all_single(out, in, {1, 1}, in_splits);
+    std::cout << "no error" << std::endl;
+    return 1;
+  } catch (const ember::Error& e) {
+    std::cout << "error: " << e.what() << std::endl;
+  }
   dist::barrier();
   dist::destroy_process_group();
   return 0;
@@ -400,11 +478,19 @@ DIST_SCENARIO(argument_errors) {
       "[all_gather] tensor_list has 1 tensors; it needs one per rank (2)");
   expect_error([] { dist::all_to_all_single(ember::zeros({3}), ember::ones({3})); },
                "[all_to_all_single] the input's first dim (3) must divide evenly by world_size (2)");
+  expect_error(
+      [] {
+        dist::all_to_all_single(ember::zeros({3}), ember::ones({3}), {1, 2}, {2, 2});
+      },
+      "[all_to_all_single] input_split_sizes sum to 4 but the input's first dim is 3");
+  expect_error([] { dist::reduce_scatter_tensor(ember::zeros({3}), ember::ones({5})); },
+               "[reduce_scatter_tensor] the input (f32 with 5 elements) must have the output's dtype (f32) and "
+               "world_size (2) times its elements (6)");
   // Nothing above reached the other rank: the group is in step.
   dist::barrier();
   dist::destroy_process_group();
   expect_error([] { dist::barrier(); }, "[barrier] the default process group is not initialized");
-  return errors == 5 ? 0 : 1;
+  return errors == 7 ? 0 : 1;
 }
 
 }  // namespace collectives_test
@@ -432,6 +518,11 @@ TEST(DistributedCollectives, MismatchedOpRaisesOnEveryRank) {
                                    "rank 1 called broadcast(f32[1024], root=0)"),
             std::string::npos)
       << r.dump();
+  for (const auto& rr : r.ranks)
+    EXPECT_NE(rr.output.find("collective #4 mismatch: rank 0 called all_reduce(f32[16], SUM), rank 1 called "
+                             "broadcast(f32[16], root=0)"),
+              std::string::npos)
+        << r.dump();
 }
 
 TEST(DistributedCollectives, MismatchedShapeNamesTheOddRank) {
@@ -466,8 +557,7 @@ TEST(DistributedCollectives, DeadRankIsNamedAtOnce) {
   EXPECT_NE(r.ranks[0].output.find("[all_reduce] collective #2 all_reduce(f32[16], SUM) failed: rank 1 never arrived "),
             std::string::npos)
       << r.dump();
-  EXPECT_NE(r.ranks[0].output.find("; rank 0 reached it. Transport: "), std::string::npos)
-      << r.dump();
+  EXPECT_NE(r.ranks[0].output.find("; rank 0 reached it. Transport: "), std::string::npos) << r.dump();
 }
 
 TEST(DistributedCollectives, WorkWaitTimeout) {
@@ -490,4 +580,14 @@ TEST(DistributedCollectives, InitMethodsTcpAndFile) {
 TEST(DistributedCollectives, ArgumentErrorsNameTheCall) {
   auto r = run_ranks("argument_errors", 2, 30);
   ASSERT_TRUE(r.all_ok()) << r.dump();
+}
+
+TEST(DistributedCollectives, UnevenAllToAllSplitsMustAgree) {
+  auto r = run_ranks("bad_splits", 2, 30);
+  ASSERT_TRUE(r.all_ok()) << r.dump();
+  for (const auto& rr : r.ranks)
+    EXPECT_NE(rr.output.find("error: [all_to_all_single] split sizes disagree: rank 1 sends 2 rows to rank 0, which "
+                             "expects 1 from it"),
+              std::string::npos)
+        << r.dump();
 }

@@ -20,9 +20,8 @@ namespace dist = ember::distributed;
 DistributedDataParallelImpl::DistributedDataParallelImpl(std::shared_ptr<Module> module, DDPOptions options)
     : Module("DistributedDataParallel"), module_(std::move(module)), options_(std::move(options)) {
   EMBER_CHECK(module_ != nullptr, "[DistributedDataParallel] the module is null");
-  EMBER_CHECK(options_.bucket_cap_mb > 0 && options_.first_bucket_mb > 0,
-              "[DistributedDataParallel] bucket_cap_mb (", options_.bucket_cap_mb, ") and first_bucket_mb (",
-              options_.first_bucket_mb, ") must be positive");
+  EMBER_CHECK(options_.bucket_cap_mb > 0 && options_.first_bucket_mb > 0, "[DistributedDataParallel] bucket_cap_mb (",
+              options_.bucket_cap_mb, ") and first_bucket_mb (", options_.first_bucket_mb, ") must be positive");
   group_ = options_.process_group ? options_.process_group : dist::default_group();
   register_module("module", module_);
 
@@ -40,7 +39,9 @@ DistributedDataParallelImpl::DistributedDataParallelImpl(std::shared_ptr<Module>
     for (const auto& b : buffers_) dist::broadcast(b, group_->global_rank(0), group_);
   }
 
-  build_buckets();
+  std::vector<size_t> reversed;
+  for (size_t k = params_.size(); k-- > 0;) reversed.push_back(k);
+  build_buckets(reversed);
   ready_.assign(params_.size(), 0);
   used_.assign(params_.size(), 0);
   unused_.assign(params_.size(), 0);
@@ -62,9 +63,9 @@ DistributedDataParallelImpl::~DistributedDataParallelImpl() {
   }
 }
 
-void DistributedDataParallelImpl::build_buckets() {
-  // Reverse registration order; one open bucket per dtype; a bucket closes once it
-  // reaches its cap (the first one at first_bucket_mb).
+void DistributedDataParallelImpl::build_buckets(const std::vector<size_t>& order) {
+  // One open bucket per dtype; a bucket closes once it reaches its cap (the first one at
+  // first_bucket_mb).
   struct Open {
     std::vector<size_t> params;
     size_t bytes = 0;
@@ -75,7 +76,9 @@ void DistributedDataParallelImpl::build_buckets() {
   auto cap = [&] {
     return static_cast<size_t>((first ? options_.first_bucket_mb : options_.bucket_cap_mb) * 1024.0 * 1024.0);
   };
-  for (size_t k = params_.size(); k-- > 0;) {
+  std::vector<size_t> position(params_.size(), 0);
+  for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  for (size_t k : order) {
     Open& o = open[params_[k].dtype()];
     o.params.push_back(k);
     o.bytes += params_[k].nbytes();
@@ -87,9 +90,10 @@ void DistributedDataParallelImpl::build_buckets() {
   }
   for (auto& [dtype, o] : open)
     if (!o.params.empty()) closed.push_back(std::move(o.params));
-  // Buckets in the order their first parameter comes in the reversed list.
-  std::stable_sort(closed.begin(), closed.end(),
-                   [](const std::vector<size_t>& a, const std::vector<size_t>& b) { return a[0] > b[0]; });
+  // Buckets in the order their first parameter comes in `order`.
+  std::stable_sort(closed.begin(), closed.end(), [&](const std::vector<size_t>& a, const std::vector<size_t>& b) {
+    return position[a[0]] < position[b[0]];
+  });
   bucket_of_.assign(params_.size(), 0);
   slot_of_.assign(params_.size(), 0);
   buckets_.clear();
@@ -145,9 +149,10 @@ void DistributedDataParallelImpl::finish_gradient_sync() {
     }
   }
   reset_iteration();
+  ready_order_.clear();  // an incomplete order is no basis for a rebuild
   std::ostringstream os;
-  os << "[DistributedDataParallel] the last backward did not produce gradients for " << missing.size()
-     << " of " << params_.size() << " parameters on rank " << dist::get_rank() << ", so their gradients were never "
+  os << "[DistributedDataParallel] the last backward did not produce gradients for " << missing.size() << " of "
+     << params_.size() << " parameters on rank " << dist::get_rank() << ", so their gradients were never "
      << "averaged: ";
   for (size_t i = 0; i < missing.size() && i < 10; ++i) os << (i ? ", " : "") << "'" << missing[i] << "'";
   if (missing.size() > 10) os << ", ... (" << missing.size() - 10 << " more)";
@@ -156,8 +161,23 @@ void DistributedDataParallelImpl::finish_gradient_sync() {
   throw Error(os.str());
 }
 
+void DistributedDataParallelImpl::maybe_rebuild_buckets() {
+  if (rebuilt_ || options_.find_unused_parameters || ready_order_.size() != params_.size()) return;
+  // Rank 0's order everywhere: the ranks' orders agree for the same model, but a bucket
+  // layout that differed between ranks would reduce unrelated gradients together.
+  std::vector<int64_t> order(ready_order_.begin(), ready_order_.end());
+  Tensor t = tensor(order);
+  dist::broadcast(t, group_->global_rank(0), group_);
+  std::vector<size_t> agreed;
+  for (int64_t k : t.to_vector<int64_t>()) agreed.push_back(static_cast<size_t>(k));
+  build_buckets(agreed);
+  rebuilt_ = true;
+  ready_order_.clear();
+}
+
 void DistributedDataParallelImpl::prepare_forward() {
   finish_gradient_sync();
+  maybe_rebuild_buckets();
   sync_this_backward_ = require_sync_;
   std::fill(unused_.begin(), unused_.end(), 0);
   if (options_.broadcast_buffers && !buffers_.empty() && group_->size() > 1) {
@@ -210,6 +230,7 @@ void DistributedDataParallelImpl::on_grad_ready(size_t index) {
               "' received its gradient twice in one backward pass (or in two backward passes after one forward); "
               "DDP reduces each gradient once per iteration: run a forward before each backward");
   mark_ready(index, true);
+  if (!rebuilt_ && !options_.find_unused_parameters) ready_order_.push_back(index);
   launch_ready_buckets();
   if (next_launch_ == buckets_.size()) finalize();
 }

@@ -19,6 +19,12 @@
 // backward returns, the gradients are synchronized. A fixed world size gives
 // bit-identical results run to run (Gloo's ring reduction has a fixed order).
 //
+// Note [Bucket rebuild]: like PyTorch, the first synchronized backward records the order
+// in which gradients became ready; the next forward rebuilds the buckets once in that
+// order (same caps; rank 0's order, broadcast, so that every rank agrees), so that the
+// first bucket fills, and its all-reduce starts, as early as the model allows. Not done
+// with find_unused_parameters (the order may change from step to step), as in PyTorch.
+//
 // Construction broadcasts parameters and buffers from rank 0; with broadcast_buffers,
 // every forward broadcasts the buffers again (BatchNorm's running statistics).
 // no_sync() skips the reduction for backward passes whose forward ran under it
@@ -90,19 +96,23 @@ class DistributedDataParallelImpl : public Module {
 
   // The parameter names of each bucket, bucket 0 first (reduced first).
   std::vector<std::vector<std::string>> bucket_names() const;
+  // Whether the buckets were rebuilt from the observed gradient order (Note [Bucket rebuild]).
+  bool buckets_rebuilt() const { return rebuilt_; }
   const distributed::ProcessGroupPtr& process_group() const { return group_; }
   const DDPOptions& options() const { return options_; }
 
  private:
   struct Bucket {
-    std::vector<size_t> params;   // indices into params_
+    std::vector<size_t> params;    // indices into params_
     std::vector<int64_t> offsets;  // element offset of each in flat
     Tensor flat;
     size_t pending = 0;  // parameters not ready yet this iteration
     distributed::WorkPtr work;
   };
 
-  void build_buckets();
+  // Buckets over the parameters in `order` (indices into params_), filled in that order.
+  void build_buckets(const std::vector<size_t>& order);
+  void maybe_rebuild_buckets();
   void reset_iteration();
   void on_grad_ready(size_t index);
   void mark_ready(size_t index, bool has_grad);
@@ -120,14 +130,16 @@ class DistributedDataParallelImpl : public Module {
   std::vector<RemovableHandle> hooks_;
   std::vector<Tensor> buffers_;
 
-  bool require_sync_ = true;       // no_sync() clears it
+  bool require_sync_ = true;        // no_sync() clears it
   bool sync_this_backward_ = true;  // require_sync_ as of the last forward
   std::vector<uint8_t> ready_;
-  std::vector<uint8_t> used_;      // got a gradient this iteration
+  std::vector<uint8_t> used_;  // got a gradient this iteration
   size_t ready_count_ = 0;
   size_t next_launch_ = 0;
-  bool in_progress_ = false;      // some parameter is ready, the iteration is not finished
-  std::vector<uint8_t> unused_;    // find_unused_parameters: unreached by the last forward
+  bool in_progress_ = false;         // some parameter is ready, the iteration is not finished
+  std::vector<uint8_t> unused_;      // find_unused_parameters: unreached by the last forward
+  std::vector<size_t> ready_order_;  // the first synchronized backward's gradient order
+  bool rebuilt_ = false;
 };
 EMBER_MODULE(DistributedDataParallel);
 

@@ -58,8 +58,9 @@ bool is_loopback(const std::string& host) {
 const ProcessGroupPtr& resolve(const ProcessGroupPtr& group, const char* op) {
   if (group) return group;
   auto& s = state();
-  EMBER_CHECK(s.group != nullptr, "[", op, "] the default process group is not initialized; call "
-                                           "init_process_group() first");
+  EMBER_CHECK(s.group != nullptr, "[", op,
+              "] the default process group is not initialized; call "
+              "init_process_group() first");
   return s.group;
 }
 
@@ -86,8 +87,9 @@ void init_process_group(const InitOptions& o) {
   constexpr const char* op = "init_process_group";
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  EMBER_CHECK(s.group == nullptr, "[", op, "] the default process group is already initialized; call "
-                                           "destroy_process_group() first");
+  EMBER_CHECK(s.group == nullptr, "[", op,
+              "] the default process group is already initialized; call "
+              "destroy_process_group() first");
   EMBER_CHECK(o.backend == "gloo", "[", op, "] backend '", o.backend,
               "' is not available; this build has 'gloo' (MPI and NCCL are not built)");
   const int rank = o.rank >= 0 ? o.rank : env_int("RANK", op, true, 0);
@@ -100,8 +102,9 @@ void init_process_group(const InitOptions& o) {
     const std::string& m = o.init_method;
     if (m == "env://" || m.empty()) {
       host = env_str("MASTER_ADDR");
-      EMBER_CHECK(!host.empty(), "[", op, "] init_method env:// needs MASTER_ADDR (the host of rank 0); start the "
-                                          "processes with ember-run, or set MASTER_ADDR and MASTER_PORT");
+      EMBER_CHECK(!host.empty(), "[", op,
+                  "] init_method env:// needs MASTER_ADDR (the host of rank 0); start the "
+                  "processes with ember-run, or set MASTER_ADDR and MASTER_PORT");
       const int port = env_int("MASTER_PORT", op, true, 0);
       store = std::make_shared<TCPStore>(host, port, rank == 0, o.timeout);
     } else if (m.rfind("tcp://", 0) == 0) {
@@ -226,14 +229,20 @@ WorkPtr all_gather(const std::vector<Tensor>& tensor_list, const Tensor& tensor,
   return issue(async_op, [&] { return resolve(group, "all_gather")->all_gather(tensor_list, tensor); });
 }
 
-WorkPtr all_gather_into_tensor(const Tensor& output, const Tensor& input, const ProcessGroupPtr& group,
-                               bool async_op) {
-  return issue(async_op, [&] { return resolve(group, "all_gather_into_tensor")->all_gather_into_tensor(output, input); });
+WorkPtr all_gather_into_tensor(const Tensor& output, const Tensor& input, const ProcessGroupPtr& group, bool async_op) {
+  return issue(async_op,
+               [&] { return resolve(group, "all_gather_into_tensor")->all_gather_into_tensor(output, input); });
 }
 
 WorkPtr reduce_scatter(const Tensor& output, const std::vector<Tensor>& input_list, ReduceOp op,
                        const ProcessGroupPtr& group, bool async_op) {
   return issue(async_op, [&] { return resolve(group, "reduce_scatter")->reduce_scatter(output, input_list, op); });
+}
+
+WorkPtr reduce_scatter_tensor(const Tensor& output, const Tensor& input, ReduceOp op, const ProcessGroupPtr& group,
+                              bool async_op) {
+  return issue(async_op,
+               [&] { return resolve(group, "reduce_scatter_tensor")->reduce_scatter_tensor(output, input, op); });
 }
 
 WorkPtr gather(const Tensor& tensor, const std::vector<Tensor>& gather_list, int dst, const ProcessGroupPtr& group,
@@ -250,18 +259,28 @@ WorkPtr scatter(const Tensor& tensor, const std::vector<Tensor>& scatter_list, i
 
 WorkPtr all_to_all(const std::vector<Tensor>& output_tensor_list, const std::vector<Tensor>& input_tensor_list,
                    const ProcessGroupPtr& group, bool async_op) {
-  return issue(async_op, [&] { return resolve(group, "all_to_all")->all_to_all(output_tensor_list, input_tensor_list); });
+  return issue(async_op,
+               [&] { return resolve(group, "all_to_all")->all_to_all(output_tensor_list, input_tensor_list); });
 }
 
 WorkPtr all_to_all_single(const Tensor& output, const Tensor& input, const ProcessGroupPtr& group, bool async_op) {
   return issue(async_op, [&] { return resolve(group, "all_to_all_single")->all_to_all_single(output, input); });
 }
 
+WorkPtr all_to_all_single(const Tensor& output, const Tensor& input, const std::vector<int64_t>& output_split_sizes,
+                          const std::vector<int64_t>& input_split_sizes, const ProcessGroupPtr& group, bool async_op) {
+  return issue(async_op, [&] {
+    return resolve(group, "all_to_all_single")->all_to_all_single(output, input, output_split_sizes, input_split_sizes);
+  });
+}
+
 WorkPtr barrier(const ProcessGroupPtr& group, bool async_op) {
   return issue(async_op, [&] { return resolve(group, "barrier")->barrier(); });
 }
 
-void send(const Tensor& tensor, int dst, const ProcessGroupPtr& group, int tag) { isend(tensor, dst, group, tag)->wait(); }
+void send(const Tensor& tensor, int dst, const ProcessGroupPtr& group, int tag) {
+  isend(tensor, dst, group, tag)->wait();
+}
 
 int recv(const Tensor& tensor, int src, const ProcessGroupPtr& group, int tag) {
   int from = -1;

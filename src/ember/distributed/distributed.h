@@ -56,7 +56,8 @@ int get_local_world_size();
 
 // A group of some ranks (global ranks, any order; sorted like PyTorch). Every rank of the
 // default group must call it, members or not, in the same order; non-members get null.
-ProcessGroupPtr new_group(std::vector<int> ranks = {}, std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+ProcessGroupPtr new_group(std::vector<int> ranks = {},
+                          std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
 // ---- collectives (torch.distributed's signatures; tensors are written in place) ----
 WorkPtr all_reduce(const Tensor& tensor, ReduceOp op = ReduceOp::SUM, const ProcessGroupPtr& group = nullptr,
@@ -65,8 +66,8 @@ WorkPtr broadcast(const Tensor& tensor, int src, const ProcessGroupPtr& group = 
 WorkPtr reduce(const Tensor& tensor, int dst, ReduceOp op = ReduceOp::SUM, const ProcessGroupPtr& group = nullptr,
                bool async_op = false);
 // tensor_list: one tensor per rank, each shaped like tensor.
-WorkPtr all_gather(const std::vector<Tensor>& tensor_list, const Tensor& tensor,
-                   const ProcessGroupPtr& group = nullptr, bool async_op = false);
+WorkPtr all_gather(const std::vector<Tensor>& tensor_list, const Tensor& tensor, const ProcessGroupPtr& group = nullptr,
+                   bool async_op = false);
 // output: world_size times the input's elements.
 WorkPtr all_gather_into_tensor(const Tensor& output, const Tensor& input, const ProcessGroupPtr& group = nullptr,
                                bool async_op = false);
@@ -74,6 +75,11 @@ WorkPtr all_gather_into_tensor(const Tensor& output, const Tensor& input, const 
 // every rank's input_list[r].
 WorkPtr reduce_scatter(const Tensor& output, const std::vector<Tensor>& input_list, ReduceOp op = ReduceOp::SUM,
                        const ProcessGroupPtr& group = nullptr, bool async_op = false);
+// The flat form (torch's reduce_scatter_tensor): input holds world_size times output's
+// elements; rank r gets the reduction of every rank's elements [r*n, (r+1)*n). Both
+// forms run a ring reduce-scatter: each rank sends (world_size-1)/world_size of its input.
+WorkPtr reduce_scatter_tensor(const Tensor& output, const Tensor& input, ReduceOp op = ReduceOp::SUM,
+                              const ProcessGroupPtr& group = nullptr, bool async_op = false);
 // gather_list: one tensor per rank on dst, empty elsewhere.
 WorkPtr gather(const Tensor& tensor, const std::vector<Tensor>& gather_list = {}, int dst = 0,
                const ProcessGroupPtr& group = nullptr, bool async_op = false);
@@ -85,6 +91,13 @@ WorkPtr all_to_all(const std::vector<Tensor>& output_tensor_list, const std::vec
                    const ProcessGroupPtr& group = nullptr, bool async_op = false);
 // Equal splits of dim 0.
 WorkPtr all_to_all_single(const Tensor& output, const Tensor& input, const ProcessGroupPtr& group = nullptr,
+                          bool async_op = false);
+// Uneven splits of dim 0: input rows [sum(input_split_sizes[:j]), +input_split_sizes[j]) go
+// to rank j; output_split_sizes[j] rows come from rank j (empty lists: equal splits). Rank
+// r's input_split_sizes[j] must equal rank j's output_split_sizes[r] (checked unless
+// collective checks are off).
+WorkPtr all_to_all_single(const Tensor& output, const Tensor& input, const std::vector<int64_t>& output_split_sizes,
+                          const std::vector<int64_t>& input_split_sizes, const ProcessGroupPtr& group = nullptr,
                           bool async_op = false);
 WorkPtr barrier(const ProcessGroupPtr& group = nullptr, bool async_op = false);
 

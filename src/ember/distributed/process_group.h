@@ -81,10 +81,16 @@ class ProcessGroup {
   virtual WorkPtr all_gather(const std::vector<Tensor>& outputs, const Tensor& input) = 0;
   virtual WorkPtr all_gather_into_tensor(const Tensor& output, const Tensor& input) = 0;
   virtual WorkPtr reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs, ReduceOp op) = 0;
+  // input: world_size times output's elements, rank r's part being elements [r*n, (r+1)*n).
+  virtual WorkPtr reduce_scatter_tensor(const Tensor& output, const Tensor& input, ReduceOp op) = 0;
   virtual WorkPtr gather(const Tensor& input, const std::vector<Tensor>& outputs, int root) = 0;
   virtual WorkPtr scatter(const Tensor& output, const std::vector<Tensor>& inputs, int root) = 0;
   virtual WorkPtr all_to_all(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs) = 0;
   virtual WorkPtr all_to_all_single(const Tensor& output, const Tensor& input) = 0;
+  // Uneven splits of dim 0 (an empty list: equal splits).
+  virtual WorkPtr all_to_all_single(const Tensor& output, const Tensor& input,
+                                    const std::vector<int64_t>& output_split_sizes,
+                                    const std::vector<int64_t>& input_split_sizes) = 0;
   virtual WorkPtr barrier() = 0;
   virtual WorkPtr send(const Tensor& tensor, int dst, int tag) = 0;
   // src < 0: from any rank; the Work's source_rank tells which (see recv in distributed.h).
@@ -124,7 +130,7 @@ class SynchronousCall {
 // ranks: the members' global ranks, for messages (empty: the default group). Connects
 // every pair of ranks before it returns; throws after options.timeout when some rank
 // never shows up.
-ProcessGroupPtr make_gloo_process_group(std::shared_ptr<Store> store, int rank, int size,
-                                        ProcessGroup::Options options, std::vector<int> ranks = {});
+ProcessGroupPtr make_gloo_process_group(std::shared_ptr<Store> store, int rank, int size, ProcessGroup::Options options,
+                                        std::vector<int> ranks = {});
 
 }  // namespace ember::distributed

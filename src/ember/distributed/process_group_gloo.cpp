@@ -14,6 +14,7 @@
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
 #include <gloo/alltoall.h>
+#include <gloo/alltoallv.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
@@ -415,6 +416,9 @@ bool env_flag(const char* name, bool fallback) {
 }
 
 constexpr uint8_t kP2PSlotPrefix = 0x40;
+constexpr uint8_t kReduceScatterSlotPrefix = 0x41;
+// Payload bytes carried in every fingerprint record (Note [Fused small all-reduce]).
+constexpr size_t kInlinePayloadBytes = 1024;
 
 // A point-to-point operation, completed by wait().
 class P2PWork : public Work {
@@ -541,22 +545,49 @@ class ProcessGroupGloo final : public ProcessGroup {
   WorkPtr all_reduce(const Tensor& t, ReduceOp op) override {
     check_tensor("all_reduce", t, true, op);
     Fingerprint fp = fingerprint(Coll::AllReduce, t, op, -1);
-    return enqueue("all_reduce", fp, [this, t, op](uint32_t tag) mutable {
-      Buffer b = make_buffer(t, true);
-      if (size_ > 1) {
-        gloo::AllreduceOptions o(context_);
-        set_output(o, b.work.data_ptr(), b.nbytes(), b.work.element_size());
-        o.setReduceFunction(reduce_fn(b.work.dtype(), op));
-        o.setTag(tag);
-        o.setTimeout(options_.timeout);
-        gloo::allreduce(o);
-      }
-      if (op == ReduceOp::AVG) {
-        NoGradGuard ng;
-        b.work.div_(size_);
-      }
-      b.finish();
-    });
+    // Note [Fused small all-reduce]: a tensor that fits in the fingerprint record travels in
+    // it: one all-gather carries every rank's fingerprint and data, and each rank reduces the
+    // W copies itself, in rank order (the same order on every rank, so the results agree bit
+    // for bit). That saves the second round trip of a checked small all-reduce.
+    const size_t work_bytes =
+        static_cast<size_t>(t.numel()) * (t.dtype() == kFloat16 || t.dtype() == kBFloat16 ? 4 : t.element_size());
+    std::function<void(const Task&, uint32_t)> fused;
+    if (work_bytes <= kInlinePayloadBytes) {
+      fused = [this, t, op](const Task& task, uint32_t tag) {
+        Buffer b = make_buffer(t, true);
+        std::vector<uint8_t> all;
+        exchange_fingerprints(task, tag, b.work.data_ptr(), b.nbytes(), &all);
+        const ReduceFn fn = reduce_fn(b.work.dtype(), op);
+        const size_t n = static_cast<size_t>(b.work.numel());
+        if (b.nbytes()) std::memcpy(b.bytes(), all.data(), b.nbytes());
+        for (int r = 1; r < size_; ++r)
+          fn(b.bytes(), b.bytes(), all.data() + static_cast<size_t>(r) * kInlinePayloadBytes, n);
+        if (op == ReduceOp::AVG) {
+          NoGradGuard ng;
+          b.work.div_(size_);
+        }
+        b.finish();
+      };
+    }
+    return enqueue(
+        "all_reduce", fp,
+        [this, t, op](uint32_t tag) mutable {
+          Buffer b = make_buffer(t, true);
+          if (size_ > 1) {
+            gloo::AllreduceOptions o(context_);
+            set_output(o, b.work.data_ptr(), b.nbytes(), b.work.element_size());
+            o.setReduceFunction(reduce_fn(b.work.dtype(), op));
+            o.setTag(tag);
+            o.setTimeout(options_.timeout);
+            gloo::allreduce(o);
+          }
+          if (op == ReduceOp::AVG) {
+            NoGradGuard ng;
+            b.work.div_(size_);
+          }
+          b.finish();
+        },
+        std::move(fused));
   }
 
   WorkPtr broadcast(const Tensor& t, int root) override {
@@ -641,23 +672,27 @@ class ProcessGroupGloo final : public ProcessGroup {
     Fingerprint fp = fingerprint(Coll::ReduceScatter, output, op, -1);
     return enqueue("reduce_scatter", fp, [this, output, inputs, op](uint32_t tag) mutable {
       NoGradGuard ng;
-      // Reduced whole, then each rank keeps its part (Gloo 0.5 has no reduce-scatter
-      // with the unbound-buffer interface).
-      const DType wt = (output.dtype() == kFloat16 || output.dtype() == kBFloat16) ? kFloat32 : output.dtype();
+      const DType wt = reduce_type(output.dtype());
       std::vector<Tensor> flat_parts;
       for (const auto& t : inputs) flat_parts.push_back(t.detach().reshape({-1}).to(wt));
-      Tensor flat = cat(flat_parts, 0).contiguous();
-      if (size_ > 1) {
-        gloo::AllreduceOptions o(context_);
-        set_output(o, flat.data_ptr(), flat.nbytes(), flat.element_size());
-        o.setReduceFunction(reduce_fn(wt, op));
-        o.setTag(tag);
-        o.setTimeout(options_.timeout);
-        gloo::allreduce(o);
-      }
-      Tensor mine = flat.narrow(0, rank_ * output.numel(), output.numel());
-      if (op == ReduceOp::AVG) mine = mine / static_cast<double>(size_);
-      Tensor(output).copy_(mine.view(output.sizes()));
+      Tensor work = cat(flat_parts, 0).contiguous();
+      finish_reduce_scatter(output, work, op, tag);
+    });
+  }
+
+  WorkPtr reduce_scatter_tensor(const Tensor& output, const Tensor& input, ReduceOp op) override {
+    check_tensor("reduce_scatter_tensor", output, true, op);
+    check_tensor("reduce_scatter_tensor", input, true, op);
+    EMBER_CHECK(input.dtype() == output.dtype() && input.numel() == output.numel() * size_,
+                "[reduce_scatter_tensor] the input (", short_dtype(input.dtype()), " with ", input.numel(),
+                " elements) must have the output's dtype (", short_dtype(output.dtype()), ") and world_size (", size_,
+                ") times its elements (", output.numel() * size_, ")");
+    Fingerprint fp = fingerprint(Coll::ReduceScatter, output, op, -1);
+    return enqueue("reduce_scatter_tensor", fp, [this, output, input, op](uint32_t tag) mutable {
+      NoGradGuard ng;
+      // A private copy: the ring accumulates in place.
+      Tensor work = input.detach().reshape({-1}).to(reduce_type(output.dtype()), /*copy=*/true).contiguous();
+      finish_reduce_scatter(output, work, op, tag);
     });
   }
 
@@ -751,20 +786,73 @@ class ProcessGroupGloo final : public ProcessGroup {
   }
 
   WorkPtr all_to_all_single(const Tensor& output, const Tensor& input) override {
-    check_tensor("all_to_all_single", input, false, std::nullopt);
-    check_tensor("all_to_all_single", output, false, std::nullopt);
-    EMBER_CHECK(input.dim() >= 1 && input.size(0) % size_ == 0, "[all_to_all_single] the input's first dim (",
-                input.dim() ? input.size(0) : 0, ") must divide evenly by world_size (", size_,
-                "); uneven splits are not supported yet");
-    EMBER_CHECK(output.dtype() == input.dtype() && output.sizes() == input.sizes(), "[all_to_all_single] the output (",
-                short_dtype(output.dtype()), " ", output.sizes(), ") must match the input (",
-                short_dtype(input.dtype()), " ", input.sizes(), ")");
+    return all_to_all_single(output, input, {}, {});
+  }
+
+  WorkPtr all_to_all_single(const Tensor& output, const Tensor& input, const std::vector<int64_t>& output_splits,
+                            const std::vector<int64_t>& input_splits) override {
+    constexpr const char* op = "all_to_all_single";
+    check_tensor(op, input, false, std::nullopt);
+    check_tensor(op, output, false, std::nullopt);
+    EMBER_CHECK(input.dim() >= 1 && output.dim() >= 1, "[", op, "] input and output need at least one dimension");
+    EMBER_CHECK(output.dtype() == input.dtype() && IntArrayRef(output.sizes().data() + 1, output.sizes().size() - 1) ==
+                                                       IntArrayRef(input.sizes().data() + 1, input.sizes().size() - 1),
+                "[", op, "] the output (", short_dtype(output.dtype()), " ", output.sizes(),
+                ") must have the input's dtype and ", "sizes after dim 0 (", short_dtype(input.dtype()), " ",
+                input.sizes(), ")");
+    const bool uneven = !output_splits.empty() || !input_splits.empty();
+    auto resolve_splits = [&](const std::vector<int64_t>& given, const Tensor& t, const char* name) {
+      if (given.empty()) {
+        EMBER_CHECK(t.size(0) % size_ == 0, "[", op, "] the ", name, "'s first dim (", t.size(0),
+                    ") must divide evenly by world_size (", size_, ") when no ", name, "_split_sizes are given");
+        return std::vector<int64_t>(static_cast<size_t>(size_), t.size(0) / size_);
+      }
+      EMBER_CHECK(static_cast<int>(given.size()) == size_, "[", op, "] ", name, "_split_sizes has ", given.size(),
+                  " entries; it needs one per rank (", size_, ")");
+      int64_t sum = 0;
+      for (int64_t v : given) {
+        EMBER_CHECK(v >= 0, "[", op, "] ", name, "_split_sizes has a negative entry (", v, ")");
+        sum += v;
+      }
+      EMBER_CHECK(sum == t.size(0), "[", op, "] ", name, "_split_sizes sum to ", sum, " but the ", name,
+                  "'s first dim is ", t.size(0));
+      return given;
+    };
+    std::vector<int64_t> ins = resolve_splits(input_splits, input, "input");
+    std::vector<int64_t> outs = resolve_splits(output_splits, output, "output");
+    if (!uneven) {
+      EMBER_CHECK(output.sizes() == input.sizes(), "[", op, "] the output (", short_dtype(output.dtype()), " ",
+                  output.sizes(), ") must match the input (", short_dtype(input.dtype()), " ", input.sizes(), ")");
+    }
     Fingerprint fp = fingerprint(Coll::AllToAll, input, std::nullopt, -1);
-    return enqueue("all_to_all_single", fp, [this, output, input](uint32_t tag) mutable {
+    if (uneven) {
+      // The ranks' first dims legitimately differ: compare the rest (the splits are
+      // checked against each other inside the collective).
+      fp.shape[0] = -1;
+      fp.numel = -1;
+    }
+    return enqueue(op, fp, [this, output, input, outs, ins, uneven](uint32_t tag) mutable {
       NoGradGuard ng;
+      if (uneven && options_.check_collectives && size_ > 1) check_splits(ins, outs, tag);
       Tensor in = input.detach().contiguous();
       Buffer out = make_buffer(output, false, false);
-      exchange_all(in, out.work, tag);
+      int64_t row = input.element_size();
+      for (int64_t d = 1; d < input.dim(); ++d) row *= input.size(d);
+      if (size_ == 1) {
+        if (in.nbytes()) std::memcpy(out.work.data_ptr(), in.data_ptr(), in.nbytes());
+      } else {
+        std::vector<int64_t> in_bytes, out_bytes;
+        for (int r = 0; r < size_; ++r) {
+          in_bytes.push_back(ins[static_cast<size_t>(r)] * row);
+          out_bytes.push_back(outs[static_cast<size_t>(r)] * row);
+        }
+        gloo::AlltoallvOptions o(context_);
+        o.setInput<uint8_t>(static_cast<uint8_t*>(in.data_ptr()), in_bytes);
+        o.setOutput<uint8_t>(static_cast<uint8_t*>(out.work.data_ptr()), out_bytes);
+        o.setTag(tag);
+        o.setTimeout(options_.timeout);
+        gloo::alltoallv(o);
+      }
       out.finish();
     });
   }
@@ -823,6 +911,9 @@ class ProcessGroupGloo final : public ProcessGroup {
     Fingerprint fp;
     std::function<void(uint32_t)> body;
     std::shared_ptr<WorkImpl> work;
+    // Note [Fused small all-reduce]: when set and the checks are on, runs instead of the
+    // fingerprint exchange and body, moving the data inside the fingerprint exchange.
+    std::function<void(const Task&, uint32_t)> fused = nullptr;
   };
 
   // ---- argument checks (on the caller's thread, so errors name the call) ----
@@ -875,13 +966,14 @@ class ProcessGroupGloo final : public ProcessGroup {
 
   // ---- the worker ----
 
-  WorkPtr enqueue(const char* op, Fingerprint fp, std::function<void(uint32_t)> body) {
+  WorkPtr enqueue(const char* op, Fingerprint fp, std::function<void(uint32_t)> body,
+                  std::function<void(const Task&, uint32_t)> fused = nullptr) {
     auto work = std::make_shared<WorkImpl>(std::string(op), [this](WorkImpl* w) { return run_inline(w); });
     Task task;
     {
       std::lock_guard<std::mutex> l(mu_);
       fp.seq = ++seq_;
-      task = Task{op, fp, std::move(body), work};
+      task = Task{op, fp, std::move(body), work, std::move(fused)};
       if (!detail::SynchronousCall::active() || busy_ || !queue_.empty()) {
         queue_.push_back(std::move(task));
         task.work = nullptr;
@@ -955,7 +1047,13 @@ class ProcessGroupGloo final : public ProcessGroup {
     }
     const uint32_t tag = static_cast<uint32_t>(task.fp.seq * 2);
     try {
-      if (options_.check_collectives && size_ > 1) exchange_fingerprints(task, tag);
+      if (options_.check_collectives && size_ > 1) {
+        if (task.fused) {
+          task.fused(task, tag);
+          return;
+        }
+        exchange_fingerprints(task, tag);
+      }
       task.body(tag + 1);
     } catch (const gloo::Exception& e) {
       fail(task, describe(task.fp, *this), e.what());
@@ -994,14 +1092,31 @@ class ProcessGroupGloo final : public ProcessGroup {
     }
   }
 
-  void exchange_fingerprints(const Task& task, uint32_t tag) {
-    std::vector<Fingerprint> all(static_cast<size_t>(size_));
+  // Every rank's fingerprint record: the fingerprint, then kInlinePayloadBytes of payload
+  // (a fused all-reduce's data, Note [Fused small all-reduce]; zeros otherwise). The size is
+  // the same for every collective, so that ranks that called different ones still exchange
+  // records and report the mismatch. all_payloads (if given) receives every rank's payload.
+  void exchange_fingerprints(const Task& task, uint32_t tag, const void* payload = nullptr, size_t nbytes = 0,
+                             std::vector<uint8_t>* all_payloads = nullptr) {
+    constexpr size_t kRecord = sizeof(Fingerprint) + kInlinePayloadBytes;
+    std::vector<uint8_t> mine(kRecord, 0);
+    std::memcpy(mine.data(), &task.fp, sizeof(Fingerprint));
+    if (nbytes) std::memcpy(mine.data() + sizeof(Fingerprint), payload, nbytes);
+    std::vector<uint8_t> records(kRecord * static_cast<size_t>(size_));
     gloo::AllgatherOptions o(context_);
-    o.setInput<uint8_t>(reinterpret_cast<uint8_t*>(const_cast<Fingerprint*>(&task.fp)), sizeof(Fingerprint));
-    o.setOutput<uint8_t>(reinterpret_cast<uint8_t*>(all.data()), sizeof(Fingerprint) * all.size());
+    o.setInput<uint8_t>(mine.data(), kRecord);
+    o.setOutput<uint8_t>(records.data(), records.size());
     o.setTag(tag);
     o.setTimeout(options_.timeout);
     gloo::allgather(o);
+    std::vector<Fingerprint> all(static_cast<size_t>(size_));
+    for (size_t r = 0; r < all.size(); ++r) std::memcpy(&all[r], records.data() + r * kRecord, sizeof(Fingerprint));
+    if (all_payloads) {
+      all_payloads->resize(all.size() * kInlinePayloadBytes);
+      for (size_t r = 0; r < all.size(); ++r)
+        std::memcpy(all_payloads->data() + r * kInlinePayloadBytes, records.data() + r * kRecord + sizeof(Fingerprint),
+                    kInlinePayloadBytes);
+    }
     bool same = std::all_of(all.begin(), all.end(), [&](const Fingerprint& f) { return f == all[0]; });
     if (same) return;
     // Group the ranks by what they called, in rank order of first appearance.
@@ -1067,6 +1182,63 @@ class ProcessGroupGloo final : public ProcessGroup {
     }
     os << ". Transport: " << gloo_msg << ". The process group is unusable now";
     return os.str();
+  }
+
+  static DType reduce_type(DType t) { return (t == kFloat16 || t == kBFloat16) ? kFloat32 : t; }
+
+  // Note [Ring reduce-scatter]: `work` (contiguous, reduced dtype) holds size_ chunks; in
+  // step s = 0 .. size_-2 each rank sends chunk (rank - s - 1) to its right neighbour and
+  // folds the chunk (rank - s - 2) arriving from its left into its own copy, so after the
+  // last step chunk `rank` holds every rank's contribution. Each rank sends (size_-1)
+  // chunks, the least any reduce-scatter can; the order of the additions is fixed by the
+  // ring, so results are the same run to run. Runs on Gloo's unbound buffers.
+  void finish_reduce_scatter(const Tensor& output, const Tensor& work, ReduceOp op, uint32_t tag) {
+    const int64_t n = output.numel();
+    if (size_ > 1 && n > 0) {
+      const size_t chunk = static_cast<size_t>(n) * work.element_size();
+      ReduceFn fn = reduce_fn(work.dtype(), op);
+      Tensor incoming = empty({n}, work.options());
+      auto* base = static_cast<uint8_t*>(work.data_ptr());
+      auto out_buf = context_->createUnboundBuffer(base, work.nbytes());
+      auto in_buf = context_->createUnboundBuffer(incoming.data_ptr(), chunk);
+      const int right = (rank_ + 1) % size_, left = (rank_ + size_ - 1) % size_;
+      const auto slot = gloo::Slot::build(kReduceScatterSlotPrefix, tag);
+      for (int s = 0; s + 1 < size_; ++s) {
+        const size_t send_idx = static_cast<size_t>(((rank_ - s - 1) % size_ + size_) % size_);
+        const size_t recv_idx = static_cast<size_t>(((rank_ - s - 2) % size_ + 2 * size_) % size_);
+        out_buf->send(right, slot, send_idx * chunk, chunk);
+        in_buf->recv(left, slot, 0, chunk);
+        EMBER_CHECK(in_buf->waitRecv(options_.timeout), "[reduce_scatter] the receive was aborted");
+        fn(base + recv_idx * chunk, base + recv_idx * chunk, incoming.data_ptr(), static_cast<size_t>(n));
+        EMBER_CHECK(out_buf->waitSend(options_.timeout), "[reduce_scatter] the send was aborted");
+      }
+    }
+    Tensor mine = work.narrow(0, rank_ * n, n);
+    if (op == ReduceOp::AVG) mine = mine / static_cast<double>(size_);
+    Tensor(output).copy_(mine.view(output.sizes()));
+  }
+
+  // Every rank's input and output splits, checked against each other on every rank.
+  void check_splits(const std::vector<int64_t>& ins, const std::vector<int64_t>& outs, uint32_t tag) {
+    std::vector<int64_t> mine(ins);
+    mine.insert(mine.end(), outs.begin(), outs.end());
+    std::vector<int64_t> all(mine.size() * static_cast<size_t>(size_));
+    gloo::AllgatherOptions o(context_);
+    o.setInput<int64_t>(mine.data(), mine.size());
+    o.setOutput<int64_t>(all.data(), all.size());
+    o.setTag(tag);
+    o.setTimeout(options_.timeout);
+    gloo::allgather(o);
+    const size_t w = static_cast<size_t>(size_);
+    for (size_t r = 0; r < w; ++r) {
+      for (size_t j = 0; j < w; ++j) {
+        const int64_t sent = all[r * 2 * w + j], expected = all[j * 2 * w + w + r];
+        EMBER_CHECK(sent == expected, "[all_to_all_single] split sizes disagree: rank ",
+                    global_rank(static_cast<int>(r)), " sends ", sent, " rows to rank ",
+                    global_rank(static_cast<int>(j)), ", which expects ", expected,
+                    " from it; input_split_sizes[j] on rank r must equal output_split_sizes[r] on rank j");
+      }
+    }
   }
 
   void gather_all(const Tensor& in, const Tensor& out, uint32_t tag) {

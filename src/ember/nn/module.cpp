@@ -460,6 +460,17 @@ void Module::unregister_module(const std::string& name) {
   children_ = std::move(kept);
 }
 
+Tensor Module::unregister_parameter(const std::string& name) {
+  EMBER_CHECK(params_.contains(name), "[nn.Module] No parameter with name `", name, "` is registered in ", this->name());
+  Tensor removed = params_[name];
+  OrderedDict<std::string, Tensor> kept(params_.key_description());
+  for (const auto& item : params_) {
+    if (item.key() != name) kept.insert(item.key(), item.value());
+  }
+  params_ = std::move(kept);
+  return removed;
+}
+
 namespace detail {
 bool print_builtin(std::ostream& os, const Module& m);  // nn/libtorch_print.cpp
 }  // namespace detail

@@ -163,6 +163,9 @@ class Module : public std::enable_shared_from_this<Module> {
   virtual void pretty_print(std::ostream& stream) const;
   // Removes a submodule (error if absent).
   void unregister_module(const std::string& name);
+  // Removes a parameter's registration (error if absent) and returns the tensor; a member
+  // handle the module keeps still refers to it (FSDP hands parameters to its shards so).
+  Tensor unregister_parameter(const std::string& name);
   bool is_serializable() const { return true; }
 
   // This module as a T (an Impl type or a holder type such as nn::Linear), or nullptr.

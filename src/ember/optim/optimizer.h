@@ -146,7 +146,9 @@ class Optimizer {
   void zero_grad(std::optional<bool> set_to_none = std::nullopt);
   // Runs closure (if any) with grad enabled, then updates every parameter that has a
   // gradient, under NoGradGuard. Returns the closure's loss (undefined without closure).
-  Tensor step(const LossClosure& closure = nullptr);
+  // Virtual (as libtorch's) so that wrappers such as ZeroRedundancyOptimizer can step a
+  // shard and synchronize afterwards.
+  virtual Tensor step(const LossClosure& closure = nullptr);
 
   // Gradient accumulation: the backward passes summed into the gradients per step() (default
   // 1). The GradAccumulation guard (docs/guards.md) warns once when step() sees gradients
@@ -166,10 +168,10 @@ class Optimizer {
   // PyTorch's layout: {"state": {"0": {"step": tensor, "exp_avg": tensor, ...}, ...},
   // "param_groups": [{"lr": .., ..., "params": [0, 1, ...]}]}. Parameters are numbered
   // across groups in order; only parameters with state appear in "state".
-  Value state_dict() const;
+  virtual Value state_dict() const;
   // Loads what state_dict() produced for an optimizer with the same group sizes: state
   // tensors are copied (cast to each parameter's dtype), group options replaced.
-  void load_state_dict(const Value& state_dict);
+  virtual void load_state_dict(const Value& state_dict);
 
  protected:
   // Updates the parameters of one group (called under NoGradGuard, once per group).
