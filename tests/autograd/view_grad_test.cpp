@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "autograd/grad_util.h"
+#include "test_util.h"
 
 namespace ember {
 // Named per file: test files are compiled in unity batches (Note [Build time]).
@@ -142,6 +143,70 @@ TEST(ViewGrad, InplaceOnViewOfViewAndSecondOrder) {
     return y * y;
   };
   EXPECT_EQ(check_grads(fn, {x}), "");
+}
+
+// Views taken with grad mode off (NoGradGuard or InferenceMode) of tensors that require grad:
+// in-place changes with grad mode on, and changes to their base, are refused naming the mode
+// (libtorch's CreationMeta checks); views of inference tensors are not views.
+TEST(ViewGrad, ViewsTakenWithGradModeOff) {
+  using ember::testing::ErrorOf;
+  const Tensor leaf = R({2, 3}).requires_grad_();
+  const Tensor a = leaf * 2;
+  Tensor nograd_view, inference_view, view_of_inference_view;
+  {
+    NoGradGuard guard;
+    nograd_view = a.view({6});
+  }
+  {
+    InferenceMode guard;
+    inference_view = a.view({6});
+    EXPECT_FALSE(inference_view.is_inference());
+    EXPECT_TRUE(inference_view.requires_grad());
+    EXPECT_TRUE(inference_view.is_leaf());
+    inference_view.view({3, 2}).mul_(1.0);  // fine with grad mode off
+  }
+  {
+    NoGradGuard guard;
+    view_of_inference_view = inference_view.view({3, 2});  // keeps the inference-mode origin
+  }
+  EXPECT_NE(ErrorOf([&] { nograd_view.mul_(2); }).find("A view was created in no_grad mode and is being modified "
+                                                       "inplace"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { inference_view.add_(1); }).find("A view was created in inference mode and is being modified "
+                                                         "inplace"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { view_of_inference_view.add_(1); }).find("A view was created in inference mode"),
+            std::string::npos);
+  // The base changes in grad mode: the views' gradients could not reach it any more.
+  a.add_(leaf);
+  EXPECT_NE(ErrorOf([&] { (void)nograd_view.grad_fn(); }).find("A view was created in no_grad mode and its base or "
+                                                               "another view of its base has been modified inplace"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { (void)(inference_view * 2); }).find("A view was created in inference mode and its base"),
+            std::string::npos);
+  // Not when the base needs no gradient.
+  const Tensor plain = R({4});
+  Tensor plain_view;
+  {
+    NoGradGuard guard;
+    plain_view = plain.view({2, 2});
+  }
+  plain.add_(1);
+  EXPECT_FALSE((plain_view * 2).requires_grad());
+  // A view of an inference tensor is not a view and never requires grad.
+  Tensor inference_tensor;
+  {
+    InferenceMode guard;
+    inference_tensor = ones({2, 3}).requires_grad_();
+    const Tensor v = inference_tensor.view({6});
+    EXPECT_TRUE(v.is_inference());
+    EXPECT_FALSE(v.is_view());
+    EXPECT_FALSE(v.requires_grad());
+  }
+  const Tensor outside = inference_tensor.view({6});
+  EXPECT_FALSE(outside.is_view());
+  EXPECT_FALSE(outside.requires_grad());
+  EXPECT_TRUE(outside.is_leaf());
 }
 
 }  // namespace

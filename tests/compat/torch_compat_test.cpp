@@ -35,6 +35,39 @@ std::string error_of(F&& f) {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+TEST(TorchCompat, TensorDataContainerAccessorsCheckTheKind) {
+  EXPECT_TRUE(contains(error_of([] { (void)torch::detail::TensorDataContainer(1.1).init_list(); }),
+                       "Can only call `init_list()` on a TensorDataContainer that has `is_init_list() == true`"));
+  EXPECT_TRUE(contains(error_of([] { (void)torch::detail::TensorDataContainer({1.1, 2.2}).scalar(); }),
+                       "Can only call `scalar()` on a TensorDataContainer that has `is_scalar() == true`"));
+  EXPECT_TRUE(contains(error_of([] { (void)torch::detail::TensorDataContainer(1.1).tensor(); }),
+                       "Can only call `tensor()` on a TensorDataContainer that has `is_tensor() == true`"));
+  EXPECT_EQ(torch::detail::TensorDataContainer(2.5).scalar().toDouble(), 2.5);
+  EXPECT_EQ(torch::detail::TensorDataContainer({1.1, 2.2}).init_list().size(), 2u);
+}
+
+TEST(TorchCompat, ModuleToDeviceExtendFromContainersAndDefaultArgsInSequential) {
+  torch::nn::Linear fc(torch::nn::LinearOptions(3, 2).bias(false));
+  fc->to(torch::kCPU);
+  fc->to(torch::Device("cpu"), torch::kFloat64);
+  EXPECT_EQ(fc->weight.dtype(), torch::kFloat64);
+  EXPECT_FALSE(fc->bias.defined());
+  EXPECT_TRUE(contains(error_of([&] { fc->to(torch::kCUDA); }), "ember runs on the CPU only"));
+  torch::nn::Sequential seq(torch::nn::Linear(2, 2));
+  std::vector<std::shared_ptr<torch::nn::ReLUImpl>> more = {std::make_shared<torch::nn::ReLUImpl>(),
+                                                           std::make_shared<torch::nn::ReLUImpl>()};
+  seq->extend(more);
+  ASSERT_EQ(seq->size(), 3u);
+  EXPECT_NE(std::dynamic_pointer_cast<torch::nn::ReLUImpl>(seq[2]), nullptr);
+  // MultiheadAttention's trailing forward arguments have defaults, so a Sequential can call
+  // it with query, key and value only.
+  torch::nn::Sequential attn(torch::nn::MultiheadAttention(4, 2));
+  const torch::Tensor q = torch::randn({3, 2, 4});
+  auto [out, weights] = attn->forward<std::tuple<torch::Tensor, torch::Tensor>>(q, q, q);
+  EXPECT_EQ(out.sizes(), q.sizes());
+  EXPECT_EQ(weights.sizes(), (std::vector<int64_t>{2, 3, 3}));
+}
+
 TEST(TorchCompat, CompatHeaderSelectsPyTorchGenerator) {
   if (std::getenv("EMBER_GENERATOR") != nullptr) GTEST_SKIP() << "EMBER_GENERATOR is set";
   EXPECT_EQ(ember::default_generator_kind(), ember::GeneratorKind::MT19937);

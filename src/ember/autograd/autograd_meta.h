@@ -37,9 +37,14 @@ struct AutogradMeta {
   int retain_hook_id = -1;
   std::shared_ptr<bool> retain_alive;
   std::shared_ptr<bool> hooks_alive;
-  // For a view created while grad mode was on: the version of the shared storage
-  // when grad_fn was last set; an in-place change through another alias makes it stale.
+  // For a view: the version of the shared storage when grad_fn was last set (or, for a
+  // view taken with grad mode off, when it was taken); an in-place change through another
+  // alias makes it stale.
   uint32_t attr_version = 0;
+  // A view taken with grad mode off of a tensor requiring grad (it has requires_grad but no
+  // grad_fn): whether InferenceMode was on, for the error that names the mode when the view
+  // is later modified in place, or its base is, in grad mode (libtorch's CreationMeta).
+  bool made_in_inference_mode = false;
   // For a view made by a custom op without a derivative (compat/library.h): the op's name.
   // Modifying such a view in place, or its base (which would rewrite the view's history),
   // is refused: no backward could route gradients through the op.

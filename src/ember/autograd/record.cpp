@@ -122,10 +122,24 @@ void refresh_view_history(const Tensor& t) {
 
 }  // namespace
 
+void check_mode_view_not_stale(const Tensor& t) {
+  const AutogradMeta* meta = t.impl()->autograd_meta();
+  if (!meta || meta->grad_fn || !meta->requires_grad || !t.impl()->view_base() ||
+      meta->attr_version == t._version()) {
+    return;
+  }
+  if (!t.impl()->view_base()->requires_grad()) return;
+  EMBER_ERROR("[autograd] A view was created in ", meta->made_in_inference_mode ? "inference mode" : "no_grad mode",
+              " and its base or another view of its base has been modified inplace with grad mode enabled; its "
+              "gradient could not reach the base, so using it is refused. Take the view again after the change, "
+              "or take it with grad mode on");
+}
+
 Edge gradient_edge(const Tensor& t) {
   if (!t.defined()) return Edge();
   AutogradMeta* meta = t.impl()->autograd_meta();
   if (!meta || !meta->requires_grad) return Edge();
+  if (!meta->grad_fn && t.impl()->view_base()) check_mode_view_not_stale(t);
   if (meta->grad_fn && t.impl()->view_base()) refresh_view_history(t);
   if (meta->grad_fn) return Edge(meta->grad_fn, meta->output_nr);
   return Edge(grad_accumulator(t), 0);
@@ -193,15 +207,11 @@ void check_inplace(const Tensor& self, const char* op) {
   }
   if (meta && meta->requires_grad && !meta->grad_fn && GradMode::is_enabled()) {
     if (self.impl()->view_base()) {
-      // A view with requires_grad but no history was taken under NoGradGuard.
-      const AutogradMeta* bm = self.impl()->view_base()->autograd_meta();
-      if (bm && bm->requires_grad && !bm->grad_fn) {
-        EMBER_ERROR("[", op, "] a view of a leaf Variable that requires grad is being used in an in-place "
-                    "operation; do it under NoGradGuard, or on a clone()");
-      }
-      EMBER_ERROR("[", op, "] A view was created in no_grad mode and is being modified inplace with grad mode "
+      // A view with requires_grad but no history was taken under NoGradGuard or InferenceMode.
+      const char* mode = meta->made_in_inference_mode ? "inference mode" : "no_grad mode";
+      EMBER_ERROR("[", op, "] A view was created in ", mode, " and is being modified inplace with grad mode "
                   "enabled; whether that change should be tracked is ambiguous, so it is refused. Take the view "
-                  "and modify it both under NoGradGuard (not tracked) or both outside it (tracked)");
+                  "and modify it both with grad mode off (not tracked) or both with it on (tracked)");
     }
     EMBER_ERROR("[", op, "] a leaf Variable that requires grad is being used in an in-place operation; "
                 "do it under NoGradGuard (e.g. for initialisation), or on a clone()");

@@ -42,6 +42,10 @@ void collect_next_edges(Node& node, const std::vector<Tensor>& inputs);
 // Makes `out` output number k of node (k = order of calls) with requires_grad.
 void set_history(const Tensor& out, const std::shared_ptr<Node>& node);
 
+// A view taken with grad mode off (no grad_fn) whose base requires grad and has been
+// modified in place since: an error (its gradient could not reach the base).
+void check_mode_view_not_stale(const Tensor& t);
+
 // In-place ops: refuses leaves that require grad (in grad mode) and inference tensors
 // outside InferenceMode.
 void check_inplace(const Tensor& self, const char* op);

@@ -54,6 +54,7 @@ bool Tensor::is_leaf() const {
 const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
   check_defined(*this, "grad_fn");
   AutogradMeta* meta = impl_->autograd_meta();
+  if (meta && !meta->grad_fn && impl_->view_base()) autograd::check_mode_view_not_stale(*this);
   if (!meta || !meta->grad_fn) return kNoNode;
   if (impl_->view_base()) (void)autograd::gradient_edge(*this);  // refreshes a stale view history
   return meta->grad_fn;

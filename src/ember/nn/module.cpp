@@ -221,6 +221,16 @@ void Module::train(bool on) {
   for (const auto& child : children_) child.value()->train(on);
 }
 
+void Module::to(Device device, bool /*non_blocking*/) {
+  EMBER_CHECK(device.is_cpu(), "[Module::to] ember runs on the CPU only; ", name(), " cannot move to ", device.str(),
+              " (use to(torch::kCPU), or leave the device out)");
+}
+
+void Module::to(Device device, DType dtype, bool non_blocking) {
+  to(device, non_blocking);
+  to(dtype);
+}
+
 void Module::to(DType dtype) {
   NoGradGuard no_grad;
   auto convert = [&](Tensor& t) {

@@ -121,6 +121,10 @@ class Module : public std::enable_shared_from_this<Module> {
   // Converts floating-point parameters and buffers to dtype, in place of the old ones
   // (the tensors keep their identity, so optimizers built before still see them).
   virtual void to(DType dtype);
+  // libtorch's to(device) and to(device, dtype): the CPU is ember's only device (another is
+  // an error naming it); with a dtype, converts as to(dtype).
+  void to(Device device, bool non_blocking = false);
+  void to(Device device, DType dtype, bool non_blocking = false);
   // set_to_none unset: ember::zero_grad_sets_to_none() (true unless ember/torch.h is included).
   void zero_grad(std::optional<bool> set_to_none = std::nullopt);
   // Calls fn on this module and every descendant (depth first, each once). The named forms

@@ -276,6 +276,20 @@ EMBER_TDC_SCALAR(Half, kFloat16)
 EMBER_TDC_SCALAR(BFloat16, kBFloat16)
 #undef EMBER_TDC_SCALAR
 
+const Scalar& TensorDataContainer::scalar() const {
+  EMBER_CHECK(is_scalar(), "[tensor] Can only call `scalar()` on a TensorDataContainer that has `is_scalar() == true`");
+  return scalar_;
+}
+const std::vector<TensorDataContainer>& TensorDataContainer::init_list() const {
+  EMBER_CHECK(is_init_list(),
+              "[tensor] Can only call `init_list()` on a TensorDataContainer that has `is_init_list() == true`");
+  return list_;
+}
+const Tensor& TensorDataContainer::tensor() const {
+  EMBER_CHECK(is_tensor(), "[tensor] Can only call `tensor()` on a TensorDataContainer that has `is_tensor() == true`");
+  return tensor_;
+}
+
 TensorDataContainer::TensorDataContainer() : sizes_{0}, scalar_type_(get_default_dtype()), kind_(Kind::List) {}
 
 namespace {

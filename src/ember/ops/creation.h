@@ -78,9 +78,10 @@ class TensorDataContainer {
   const std::vector<int64_t>& sizes() const { return sizes_; }
   // The C++ type of the elements (int -> int32, double -> float64 ...).
   DType scalar_type() const { return scalar_type_; }
-  const Scalar& scalar() const { return scalar_; }
-  const std::vector<TensorDataContainer>& init_list() const { return list_; }
-  const Tensor& tensor() const { return tensor_; }
+  // Each accessor is an error on a container of another kind.
+  const Scalar& scalar() const;
+  const std::vector<TensorDataContainer>& init_list() const;
+  const Tensor& tensor() const;
   // The tensor: options' dtype if given, otherwise int64 for integers, the default dtype
   // for floating values, bool for bools.
   Tensor convert(const TensorOptions& options) const;

@@ -31,12 +31,25 @@ void check_piece_count(int64_t n, const char* op) {
 // rewrite the base's history when the view is modified in place (Note [In-place on a view]).
 Tensor make_view(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
   Tensor v(IntrusivePtr<TensorImpl>::make(self.storage(), self.dtype(), sizes, strides, offset));
+  if (self.is_inference()) {
+    // Inference tensors never enter autograd, so their views keep no base and never
+    // require grad (as libtorch's, which are not views).
+    v.impl()->set_inference(true);
+    return v;
+  }
+  v.impl()->set_inference(false);  // a normal tensor's views are normal, even inside InferenceMode
   TensorImpl* base = self.impl()->view_base();
   v.impl()->set_view_base(base ? self.impl()->view_base_ptr() : self.impl_ptr());
-  v.impl()->set_inference(self.is_inference());
   // A view taken with grad mode off records no history but still requires grad when its
-  // base does (a leaf, as in libtorch); in grad mode the view's backward node sets it.
-  if (!GradMode::is_enabled() && self.requires_grad()) v.impl()->ensure_autograd_meta().requires_grad = true;
+  // base does (a leaf, as in libtorch); in grad mode the view's backward node sets it. The
+  // version it was taken at shows later whether its base changed (record.cpp).
+  if (!GradMode::is_enabled() && self.requires_grad()) {
+    autograd::AutogradMeta& meta = v.impl()->ensure_autograd_meta();
+    meta.requires_grad = true;
+    meta.attr_version = v._version();
+    const autograd::AutogradMeta* sm = self.impl()->autograd_meta();
+    meta.made_in_inference_mode = InferenceMode::is_enabled() || (sm && sm->made_in_inference_mode);
+  }
   return v;
 }
 

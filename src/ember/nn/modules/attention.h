@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "ember/nn/module.h"
+#include "ember/nn/modules/any.h"
 #include "ember/nn/modules/linear.h"
 #include "ember/nn/options.h"
 
@@ -133,6 +134,9 @@ class MultiheadAttentionImpl : public Module {
                                         bool is_causal = false) {
     return forward(query, key, value, key_padding_mask, need_weights, attn_mask, average_attn_weights, is_causal);
   }
+  EMBER_FORWARD_HAS_DEFAULT_ARGS({3, AnyValue(Tensor())}, {4, AnyValue(true)}, {5, AnyValue(Tensor())},
+                                 {6, AnyValue(true)}, {7, AnyValue(false)})
+ public:
   // xavier_uniform_ on the input projections, zeros on the biases (out_proj.weight keeps
   // Linear's init, as in PyTorch).
   void reset_parameters();

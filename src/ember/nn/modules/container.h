@@ -73,6 +73,11 @@ class SequentialImpl : public Module {
   }
   // Appends the children of other (sharing them).
   void extend(const SequentialImpl& other);
+  // Appends each module of a container (holders, shared_ptrs or module objects).
+  template <typename Container, typename = decltype(std::declval<const Container&>().begin())>
+  void extend(const Container& modules) {
+    for (const auto& m : modules) push_back(m);
+  }
 
   Tensor forward(const Tensor& input) override;
   // Chains the children on any argument types: forward<int>(1), forward(x, mask).
