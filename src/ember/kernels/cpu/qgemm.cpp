@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "ember/core/parallel.h"
 
@@ -26,7 +27,7 @@ dnnl::engine& cpu_engine() {
 }
 
 struct Plan {
-  memory::desc a, b, c;
+  memory::desc a, b, c, scratch;
   dnnl::matmul prim;
 };
 
@@ -46,7 +47,14 @@ std::shared_ptr<const Plan> plan_for(int64_t M, int64_t N, int64_t K) {
     p->a = memory::desc({M, K}, DT::u8, Tag::ab);
     p->b = memory::desc({K, N}, DT::s8, Tag::ba);  // b^T: [K, N] read from b's [N, K] rows
     p->c = memory::desc({M, N}, DT::s32, Tag::ab);
-    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p->a, p->b, p->c), cpu_engine());
+    // A scratchpad of the caller's (thread-local, below), not the library's: oneDNN shares its
+    // own between primitives unless built with ONEDNN_ENABLE_CONCURRENT_EXEC, so two threads
+    // running products at once (the quantized convolution's chunks, two requests in a server)
+    // would write into each other's buffers.
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(p->a, p->b, p->c), attr, cpu_engine());
+    p->scratch = pd.scratchpad_desc();
     p->prim = dnnl::matmul(pd);
     slot = std::move(p);
   }
@@ -69,7 +77,10 @@ void gemm_u8s8s32(int64_t M, int64_t N, int64_t K, const uint8_t* a, const int8_
   memory am(p.a, cpu_engine(), const_cast<uint8_t*>(a));
   memory bm(p.b, cpu_engine(), const_cast<int8_t*>(b));
   memory cm(p.c, cpu_engine(), c);
-  p.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+  thread_local std::vector<uint8_t> scratch_buffer;
+  scratch_buffer.resize(std::max<size_t>(p.scratch.get_size(), 1));
+  memory sm(p.scratch, cpu_engine(), scratch_buffer.data());
+  p.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, sm}});
   stream.wait();
 }
 

@@ -114,6 +114,35 @@ void qdequantize_rows(float* y, int64_t r0, int64_t r1, int64_t N, const int32_t
   }
 }
 
+void qrequantize_rows(const int32_t* acc, int64_t rows, int64_t N, const int32_t* corr, const float* scale,
+                      const float* bias, float inv_out, float zp_out, float qmin, float qmax, uint8_t* codes,
+                      float* values, float out_scale) {
+  // Plain loops the compiler vectorizes at every level (cvtdq2ps, mulps, roundps, cvtps2dq);
+  // -ffp-contract=off keeps the multiply and the add separate, so every level rounds alike.
+  for (int64_t m = 0; m < rows; ++m) {
+    const int32_t* __restrict a = acc + m * N;
+    if (codes != nullptr) {
+      uint8_t* __restrict o = codes + m * N;
+      for (int64_t n = 0; n < N; ++n) {
+        float v = static_cast<float>(a[n] - corr[n]) * scale[n];
+        if (bias != nullptr) v = v + bias[n];
+        const float r = std::nearbyint(v * inv_out) + zp_out;
+        const float lo = r >= qmin ? r : qmin;  // NaN (from an inf bias) becomes qmin
+        o[n] = static_cast<uint8_t>(static_cast<int32_t>(lo <= qmax ? lo : qmax));
+      }
+    } else {
+      float* __restrict o = values + m * N;
+      for (int64_t n = 0; n < N; ++n) {
+        float v = static_cast<float>(a[n] - corr[n]) * scale[n];
+        if (bias != nullptr) v = v + bias[n];
+        const float r = std::nearbyint(v * inv_out) + zp_out;
+        const float lo = r >= qmin ? r : qmin;
+        o[n] = ((lo <= qmax ? lo : qmax) - zp_out) * out_scale;
+      }
+    }
+  }
+}
+
 void qgemv_u8s8s32(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const uint8_t* a, const int8_t* b,
                    int32_t* c) {
   int64_t n = n0;
