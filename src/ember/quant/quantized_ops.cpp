@@ -89,6 +89,54 @@ int64_t conv_out_size(const char* op, int64_t in, int64_t k, int64_t pad, int64_
   return (padded - span) / stride + 1;
 }
 
+// The im2col rows [m0, m1) of output pixels (row m: (n, oh, ow)), K = KH * KW * Cg bytes each in
+// (kh, kw, c) order, from channels-last codes x [N, H, W, C] (channels c0 .. c0 + Cg); pad where a
+// tap leaves the image. Whole output rows at a time, so each tap's interior run needs no bounds
+// checks.
+void im2col_rows(const uint8_t* x, int64_t H, int64_t W, int64_t C, int64_t c0, int64_t Cg, int64_t OH, int64_t OW,
+                 int64_t KH, int64_t KW, const ConvGeometry& g, uint8_t pad, int64_t m0, int64_t m1,
+                 uint8_t* cols) {
+  const int64_t K = KH * KW * Cg;
+  for (int64_t m = m0; m < m1;) {
+    const int64_t n = m / (OH * OW), p = m % (OH * OW), oh = p / OW, ow0 = p % OW;
+    const int64_t ow1 = std::min(OW, ow0 + (m1 - m));
+    uint8_t* base = cols + (m - m0) * K;
+    for (int64_t kh = 0; kh < KH; ++kh) {
+      const int64_t ih = oh * g.stride_h - g.pad_h + kh * g.dil_h;
+      const bool row_in = ih >= 0 && ih < H;
+      const uint8_t* src = row_in ? x + ((n * H + ih) * W) * C + c0 : nullptr;
+      for (int64_t kw = 0; kw < KW; ++kw) {
+        uint8_t* dst = base + (kh * KW + kw) * Cg;
+        const int64_t off = kw * g.dil_w - g.pad_w;  // iw = ow * stride_w + off
+        // Interior: the output columns whose tap lies inside the row.
+        int64_t lo = ow0, hi = ow0;
+        if (row_in) {
+          lo = std::max(ow0, off >= 0 ? int64_t{0} : (-off + g.stride_w - 1) / g.stride_w);
+          hi = std::min(ow1, W - off > 0 ? (W - off - 1) / g.stride_w + 1 : int64_t{0});
+          hi = std::max(hi, lo);
+        }
+        for (int64_t ow = ow0; ow < lo; ++ow) std::memset(dst + (ow - ow0) * K, pad, static_cast<size_t>(Cg));
+        if (Cg == 1) {
+          for (int64_t ow = lo; ow < hi; ++ow) dst[(ow - ow0) * K] = src[(ow * g.stride_w + off) * C];
+        } else {
+          for (int64_t ow = lo; ow < hi; ++ow) {
+            std::memcpy(dst + (ow - ow0) * K, src + (ow * g.stride_w + off) * C, static_cast<size_t>(Cg));
+          }
+        }
+        for (int64_t ow = std::max(hi, lo); ow < ow1; ++ow) {
+          std::memset(dst + (ow - ow0) * K, pad, static_cast<size_t>(Cg));
+        }
+      }
+    }
+    m += ow1 - ow0;
+  }
+}
+
+// o[c] = max(o[c], s[c]).
+void max_into(uint8_t* __restrict o, const uint8_t* __restrict s, int64_t C) {
+  for (int64_t c = 0; c < C; ++c) o[c] = o[c] > s[c] ? o[c] : s[c];
+}
+
 }  // namespace
 
 ConvGeometry conv_geometry(const char* op, IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation,
@@ -209,10 +257,12 @@ Tensor conv2d(const char* op, const Tensor& input, const PackedConv& w, const Te
     const bool direct = KH == 1 && KW == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_h == 0 && g.pad_w == 0 &&
                         G == 1;  // 1x1: the input rows are the columns
     const uint8_t pad_code = static_cast<uint8_t>(in.zero_point);
-    // Chunks of output pixels: columns of about 256 KB, and at least two chunks per thread
-    // when there are enough rows. Any chunking gives the same bits (Note [Quantized convolution]).
+    // Chunks of output pixels whose columns and int32 sums (about 256 KB each) stay in
+    // the core's caches between the im2col, the GEMM and the requantization; at least two chunks
+    // per thread when there are enough rows. Any chunking gives the same bits (Note [Quantized
+    // convolution]).
     const int64_t threads = std::max<int64_t>(1, get_num_threads());
-    int64_t rows = std::max<int64_t>(16, (int64_t{1} << 18) / std::max<int64_t>(K, 1));
+    int64_t rows = std::min((int64_t{1} << 18) / std::max<int64_t>(K, 1), (int64_t{1} << 16) / std::max<int64_t>(OCg, 1));
     rows = std::max<int64_t>(16, std::min(rows, (M + 2 * threads - 1) / (2 * threads)));
     parallel_for(0, M, rows, [&](int64_t m0, int64_t m1) {
       const int64_t R = m1 - m0;
@@ -227,27 +277,7 @@ Tensor conv2d(const char* op, const Tensor& input, const PackedConv& w, const Te
           a = xp + m0 * C;
         } else {
           cols_buf.resize(static_cast<size_t>(R * K));
-          uint8_t* dst = cols_buf.data();
-          const int64_t c0 = gi * Cg;
-          for (int64_t m = m0; m < m1; ++m) {
-            const int64_t n = m / (OH * OW), p = m % (OH * OW), oh = p / OW, ow = p % OW;
-            for (int64_t kh = 0; kh < KH; ++kh) {
-              const int64_t ih = oh * g.stride_h - g.pad_h + kh * g.dil_h;
-              for (int64_t kw = 0; kw < KW; ++kw, dst += Cg) {
-                const int64_t iw = ow * g.stride_w - g.pad_w + kw * g.dil_w;
-                if (ih < 0 || ih >= H || iw < 0 || iw >= W) {
-                  std::memset(dst, pad_code, static_cast<size_t>(Cg));
-                } else {
-                  const uint8_t* src = xp + ((n * H + ih) * W + iw) * C + c0;
-                  if (Cg == 1) {
-                    dst[0] = src[0];
-                  } else {
-                    std::memcpy(dst, src, static_cast<size_t>(Cg));
-                  }
-                }
-              }
-            }
-          }
+          im2col_rows(xp, H, W, C, gi * Cg, Cg, OH, OW, KH, KW, g, pad_code, m0, m1, cols_buf.data());
           a = cols_buf.data();
         }
         const int64_t n0 = gi * OCg;
@@ -391,18 +421,24 @@ Tensor max_pool2d(const char* op, const Tensor& input, IntArrayRef kernel_size, 
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t n = r / OH, oh = r % OH;
         for (int64_t ow = 0; ow < OW; ++ow) {
-          uint8_t* __restrict o = yp + ((n * OH + oh) * OW + ow) * C;
-          std::memset(o, 0, static_cast<size_t>(C));
+          uint8_t* o = yp + ((n * OH + oh) * OW + ow) * C;
+          bool first = true;
           for (int64_t i = 0; i < kh; ++i) {
             const int64_t ih = oh * sh - ph + i * dh;
             if (ih < 0 || ih >= H) continue;
             for (int64_t j = 0; j < kw; ++j) {
               const int64_t iw = ow * sw - pw + j * dw;
               if (iw < 0 || iw >= W) continue;
-              const uint8_t* __restrict s = xp + ((n * H + ih) * W + iw) * C;
-              for (int64_t c = 0; c < C; ++c) o[c] = std::max(o[c], s[c]);
+              const uint8_t* s = xp + ((n * H + ih) * W + iw) * C;
+              if (first) {
+                std::memcpy(o, s, static_cast<size_t>(C));
+                first = false;
+              } else {
+                max_into(o, s, C);
+              }
             }
           }
+          if (first) std::memset(o, 0, static_cast<size_t>(C));  // a window with no input element
         }
       }
     });
