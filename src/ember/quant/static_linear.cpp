@@ -4,18 +4,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <sstream>
 #include <vector>
 
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
-#include "ember/core/parallel.h"
-#include "ember/core/warning.h"
 #include "ember/jit/trace_hook.h"
-#include "ember/kernels/cpu/qgemm.h"
-#include "ember/nn/modules/activation.h"
-#include "ember/nn/modules/container.h"
 #include "ember/nn/modules/linear.h"
 #include "ember/ops/creation.h"
 #include "ember/quant/qkernels.h"
