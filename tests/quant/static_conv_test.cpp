@@ -82,7 +82,9 @@ TEST(QuantizedConv2d, MatchesIntegerReference) {
   manual_seed(20);
   for (const ConvCase c : {ConvCase{1, 8, 3, 1, 1, 1, 1, true}, ConvCase{6, 4, 3, 2, 1, 1, 2, true},
                            ConvCase{5, 7, 3, 1, 2, 2, 1, false}, ConvCase{16, 24, 1, 1, 0, 1, 1, true},
-                           ConvCase{4, 6, 2, 2, 0, 1, 1, true}}) {
+                           ConvCase{4, 6, 2, 2, 0, 1, 1, true},
+                           // padding wider than the kernel: whole output rows and columns of padding
+                           ConvCase{3, 5, 3, 2, 6, 1, 1, true}}) {
     nn::Conv2d conv(nn::Conv2dOptions(c.in, c.out, c.k)
                         .stride(c.stride)
                         .padding(c.pad)

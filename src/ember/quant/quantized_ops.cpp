@@ -108,10 +108,10 @@ void im2col_rows(const uint8_t* x, int64_t H, int64_t W, int64_t C, int64_t c0, 
       for (int64_t kw = 0; kw < KW; ++kw) {
         uint8_t* dst = base + (kh * KW + kw) * Cg;
         const int64_t off = kw * g.dil_w - g.pad_w;  // iw = ow * stride_w + off
-        // Interior: the output columns whose tap lies inside the row.
+        // Interior: the output columns [lo, hi) within [ow0, ow1) whose tap lies inside the row.
         int64_t lo = ow0, hi = ow0;
         if (row_in) {
-          lo = std::max(ow0, off >= 0 ? int64_t{0} : (-off + g.stride_w - 1) / g.stride_w);
+          lo = std::min(ow1, std::max(ow0, off >= 0 ? int64_t{0} : (-off + g.stride_w - 1) / g.stride_w));
           hi = std::min(ow1, W - off > 0 ? (W - off - 1) / g.stride_w + 1 : int64_t{0});
           hi = std::max(hi, lo);
         }

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <omp.h>
 #include <vector>
 
 #include "ember/core/parallel.h"
@@ -31,17 +32,21 @@ struct Plan {
   dnnl::matmul prim;
 };
 
-// Primitives by (M, N, K). Creating one costs tens of microseconds; a model sees few shapes.
-// A server with many batch sizes could see many, so the cache starts over past kMaxPlans
-// (plans in use stay alive through their shared_ptr).
+// Primitives by (M, N, K) and by whether the caller is inside an OpenMP parallel region (the
+// quantized convolution's chunks): oneDNN sizes a primitive's scratchpad for the threads it
+// may use when it is created -- one inside a parallel region, all of them outside -- so a
+// primitive made inside one must not run outside it. Creating one costs tens of microseconds; a
+// model sees few shapes. A server with many batch sizes could see many, so the cache starts
+// over past kMaxPlans (plans in use stay alive through their shared_ptr).
 constexpr size_t kMaxPlans = 256;
 
 std::shared_ptr<const Plan> plan_for(int64_t M, int64_t N, int64_t K) {
   static std::mutex mu;
-  static std::map<std::array<int64_t, 3>, std::shared_ptr<const Plan>> cache;
+  static std::map<std::array<int64_t, 4>, std::shared_ptr<const Plan>> cache;
+  const std::array<int64_t, 4> key{M, N, K, omp_in_parallel() ? 1 : 0};
   std::lock_guard<std::mutex> lock(mu);
-  if (cache.size() >= kMaxPlans && cache.find({M, N, K}) == cache.end()) cache.clear();
-  auto& slot = cache[{M, N, K}];
+  if (cache.size() >= kMaxPlans && cache.find(key) == cache.end()) cache.clear();
+  auto& slot = cache[key];
   if (!slot) {
     auto p = std::make_shared<Plan>();
     p->a = memory::desc({M, K}, DT::u8, Tag::ab);
