@@ -13,8 +13,9 @@
 #                   TorchScript, batch 1 and 64 (BENCH_FLAGS="--only cnn --rounds 7", see bench/infer.py)
 #   make bench-serve  load test (wrk): ember-serve with and without dynamic batching against a
 #                   FastAPI + uvicorn + torch server of the same CNN (BENCH_FLAGS="--soak 1000000")
-#   make bench-quant  dynamic int8 against float32 in ember and PyTorch (quantize_dynamic), MLP at
-#                   batch 1 and 64 (BENCH_FLAGS="--only cnn --rounds 7", see bench/quant.py)
+#   make bench-quant  int8 (dynamic and static) against float32 in ember and PyTorch (quantize_dynamic,
+#                   FX static), MLP and CNN at batch 1 and 64 (BENCH_FLAGS="--only cnn --rounds 7",
+#                   see bench/quant.py)
 #   make bench-profiler  profiler overhead on the training step: ember::profiler against torch.profiler
 #   make bench-amp  mixed precision: the training step in fp32 and with bf16 autocast, and a bf16
 #                   against fp32 GEMM (GFLOP/s), ember and PyTorch; says which ISA path ran

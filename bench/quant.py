@@ -1,22 +1,26 @@
 #!/usr/bin/env python3
-"""bench/quant.py: dynamic int8 quantization, ember against PyTorch 1.13 (issue 15; `make bench-quant`).
+"""bench/quant.py: int8 quantization, ember against PyTorch 1.13 (issue 15; `make bench-quant`).
 
-For the MLP 784-512-256-10 (and, with --only cnn, the Fashion-MNIST CNN, whose Linear layers
-alone are quantized) at batch 1 and 64, it times
-  ember:  float32 and quant::quantize_dynamic int8 (build/bench/bench_quant, bench/quant.cpp),
-  torch:  float32 and torch.quantization.quantize_dynamic int8 with per-channel weights, on each
+For the MLP 784-512-256-10 and the Fashion-MNIST CNN at batch 1 and 64, it times
+  ember:  float32, quant::quantize_dynamic int8 ("dynamic": Linear layers only) and static int8
+          (quant::prepare -> calibrate -> convert: int8 convolutions and Linear layers, uint8
+          codes between them) (build/bench/bench_quant, bench/quant.cpp),
+  torch:  float32, torch.quantization.quantize_dynamic int8 with per-channel weights, and FX
+          static int8 (prepare_fx / convert_fx with the engine's default qconfig mapping), on each
           quantized engine this PyTorch build has (bench/quant_torch.py; Debian's 1.13 has onednn
-          and qnnpack, no fbgemm),
+          and qnnpack, no fbgemm or x86),
 each in a process of its own, interleaved over --rounds rounds (the order alternates; Note [Each
 library in its own process] in bench/README.md). A time is the median over rounds of each
-process's median call; ±% is half the range of the round values around it.
+process's median call (--stat min: of its fastest call); ±% is half the range of the round values
+around it.
 
-The bars (issue 15): ember int8 >= 2x ember fp32 at batch 64, and ember int8 faster than
-PyTorch's int8 (its fastest engine) on the same model. The exit status is 0 whatever the bars
+The bars (issue 15), for each int8 scheme: ember int8 >= 2x ember fp32 at batch 64, and ember
+int8 faster than PyTorch's int8 of the same scheme (its fastest engine) on the same model. The exit status is 0 whatever the bars
 say (this is a report) and 1 when a process fails (its output check included).
 
   /usr/bin/python3 bench/quant.py [--build build] [--rounds 5] [--threads 2] [--only mlp]
-                                  [--batch 1] [--json build/bench/quant.json]
+                                  [--batch 1] [--scheme dynamic] [--stat median|min]
+                                  [--json build/bench/quant.json]
 """
 import argparse
 import datetime
@@ -32,7 +36,10 @@ sys.path.insert(0, HERE)
 from run import PYTHON, cpu_model, git_commit, run_summary, spread  # noqa: E402
 
 MODELS = ["mlp", "cnn"]
-MODEL_NAMES = {"mlp": "MLP 784-512-256-10", "cnn": "Fashion-MNIST CNN (Linear layers int8)"}
+MODEL_NAMES = {"mlp": "MLP 784-512-256-10", "cnn": "Fashion-MNIST CNN"}
+SCHEMES = ["dynamic", "static"]
+# bench_quant's / quant_torch.py's --mode for each scheme
+MODE = {"dynamic": "int8", "static": "static"}
 
 
 def torch_engines():
@@ -46,8 +53,13 @@ def main():
     p.add_argument("--build", default=os.path.join(os.path.dirname(HERE), "build"))
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--only", action="append", default=[], choices=MODELS, help="models to run (default: mlp)")
+    p.add_argument("--only", action="append", default=[], choices=MODELS, help="models to run (default: both)")
+    p.add_argument("--scheme", action="append", default=[], choices=SCHEMES,
+                   help="int8 schemes to run (default: both)")
     p.add_argument("--batch", action="append", type=int, default=[], help="batch sizes (default 1 and 64)")
+    p.add_argument("--stat", choices=["median", "min"], default="median",
+                   help="each process's value: its median call (default) or its fastest call (on a machine "
+                        "shared with other jobs, where preempted threads stall parallel regions)")
     p.add_argument("--json", default=None)
     args = p.parse_args()
     args.build = os.path.abspath(args.build)
@@ -55,7 +67,8 @@ def main():
     exe = os.path.join(args.build, "bench", "bench_quant")
     if not os.path.exists(exe):
         sys.exit(f"{exe} is missing: cmake --build {args.build} --target bench_quant")
-    models = args.only or ["mlp"]
+    models = args.only or MODELS
+    schemes = args.scheme or SCHEMES
     batches = args.batch or [1, 64]
     engines = torch_engines()
     env = dict(os.environ, GLOG_minloglevel="2")  # qnnpack logs a warning on every call
@@ -67,12 +80,14 @@ def main():
         for batch in batches:
             print(f"{MODEL_NAMES[model]}, batch {batch}", flush=True)
             common = ["--model", model, "--batch", str(batch), "--threads", str(args.threads)]
-            cmds = {("ember", "fp32"): [exe] + common + ["--mode", "fp32"],
-                    ("ember", "int8"): [exe] + common + ["--mode", "int8"],
-                    ("torch", "fp32"): [PYTHON, os.path.join(HERE, "quant_torch.py")] + common + ["--mode", "fp32"]}
-            for e in engines:
-                cmds[("torch", "int8 " + e)] = [PYTHON, os.path.join(HERE, "quant_torch.py")] + common + [
-                    "--mode", "int8", "--engine", e]
+            cmds = {("ember", "fp32"): [exe] + common + ["--mode", "fp32"]}
+            for sc in schemes:
+                cmds[("ember", sc)] = [exe] + common + ["--mode", MODE[sc]]
+            cmds[("torch", "fp32")] = [PYTHON, os.path.join(HERE, "quant_torch.py")] + common + ["--mode", "fp32"]
+            for sc in schemes:
+                for e in engines:
+                    cmds[("torch", f"{sc} {e}")] = [PYTHON, os.path.join(HERE, "quant_torch.py")] + common + [
+                        "--mode", MODE[sc], "--engine", e]
             keys = list(cmds)
             times = {k: [] for k in keys}
             size = {}
@@ -88,7 +103,7 @@ def main():
                         print(f"  {e}", flush=True)
                         failed = True
                         break
-                    times[k].append(s["ms"])
+                    times[k].append(s["ms"] if args.stat == "median" else s["min"])
                     size[k] = s.get("bytes")
                 if failed:
                     break
@@ -102,42 +117,59 @@ def main():
                 med = statistics.median(times[k])
                 row[f"{k[0]} {k[1]}"] = {"ms": med, "spread_pct": spread(times[k], med), "rounds_ms": times[k],
                                          "state_dict_bytes": size[k]}
-            e8, e32 = row["ember int8"]["ms"], row["ember fp32"]["ms"]
-            t8 = min(row[f"torch int8 {e}"]["ms"] for e in engines) if engines else None
-            row["ember_int8_speedup"] = e32 / e8
-            row["ember_int8_over_torch_int8"] = e8 / t8 if t8 else None
+            e32 = row["ember fp32"]["ms"]
+            for sc in schemes:
+                e8 = row[f"ember {sc}"]["ms"]
+                t8 = min(row[f"torch {sc} {e}"]["ms"] for e in engines) if engines else None
+                row[f"{sc}_speedup"] = e32 / e8
+                row[f"{sc}_over_torch"] = e8 / t8 if t8 else None
+                print(f"  ember {sc} int8 speed-up over fp32 {row[f'{sc}_speedup']:.2f}x, ember / best torch {sc} "
+                      f"int8 {row[f'{sc}_over_torch']:.2f}", flush=True)
+            print(flush=True)
             rows.append(row)
-            print(f"  ember int8 speed-up over fp32 {row['ember_int8_speedup']:.2f}x, ember int8 / best torch int8 "
-                  f"{row['ember_int8_over_torch_int8']:.2f}\n", flush=True)
 
     if rows:
-        cols = ["ember fp32", "ember int8", "torch fp32"] + [f"torch int8 {e}" for e in engines]
-        print("| model | batch | " + " | ".join(f"{c} ms" for c in cols) +
-              " | ember int8 speed-up | ember int8 / best torch int8 | bars |")
-        print("| --- | ---: | " + " | ".join("---:" for _ in cols) + " | ---: | ---: | --- |")
+        cols = ["ember fp32"] + [f"ember {sc}" for sc in schemes] + ["torch fp32"] + [
+            f"torch {sc} {e}" for sc in schemes for e in engines]
+        print("| model | batch | " + " | ".join(f"{c} ms" for c in cols) + " | " +
+              " | ".join(f"ember {sc} speed-up | ember {sc} / best torch {sc}" for sc in schemes) + " | bars |")
+        print("| --- | ---: | " + " | ".join("---:" for _ in cols) + " | " +
+              " | ".join("---: | ---:" for _ in schemes) + " | --- |")
         for row in rows:
             bars = []
-            if row["batch"] >= 64:
-                bars.append("2x " + ("PASS" if row["ember_int8_speedup"] >= 2.0 else "FAIL"))
-            if row["ember_int8_over_torch_int8"] is not None:
-                bars.append("vs torch " + ("PASS" if row["ember_int8_over_torch_int8"] < 1.0 else "FAIL"))
+            for sc in schemes:
+                if row["batch"] >= 64:
+                    bars.append(f"{sc} 2x " + ("PASS" if row[f"{sc}_speedup"] >= 2.0 else "FAIL"))
+                if row[f"{sc}_over_torch"] is not None:
+                    bars.append(f"{sc} vs torch " + ("PASS" if row[f"{sc}_over_torch"] < 1.0 else "FAIL"))
             row["bars"] = ", ".join(bars)
             cells = " | ".join(f"{row[c]['ms']:.4g} ±{row[c]['spread_pct']:.0f}%" for c in cols)
-            print(f"| {row['model']} | {row['batch']} | {cells} | **{row['ember_int8_speedup']:.2f}x** | "
-                  f"**{row['ember_int8_over_torch_int8']:.2f}** | {row['bars']} |")
+            ratios = " | ".join(f"**{row[f'{sc}_speedup']:.2f}x** | **{row[f'{sc}_over_torch']:.2f}**"
+                                if row[f"{sc}_over_torch"] is not None else f"**{row[f'{sc}_speedup']:.2f}x** | -"
+                                for sc in schemes)
+            print(f"| {row['model']} | {row['batch']} | {cells} | {ratios} | {row['bars']} |")
         print("\nstate_dict bytes (ember: tensors' bytes; torch: torch.save of the state_dict):")
         for model in models:
-            r = next(x for x in rows if x["model"] == model)
-            e32, e8 = r["ember fp32"]["state_dict_bytes"], r["ember int8"]["state_dict_bytes"]
-            line = f"  {model}: ember fp32 {e32:.0f}, int8 {e8:.0f} ({e32 / e8:.2f}x smaller)"
+            r = next((x for x in rows if x["model"] == model), None)
+            if r is None:
+                continue
+            e32 = r["ember fp32"]["state_dict_bytes"]
+            parts = [f"ember fp32 {e32:.0f}"]
+            for sc in schemes:
+                e8 = r[f"ember {sc}"]["state_dict_bytes"]
+                parts.append(f"ember {sc} {e8:.0f} ({e32 / e8:.2f}x smaller)")
             if engines:
-                t32, t8 = r["torch fp32"]["state_dict_bytes"], r[f"torch int8 {engines[0]}"]["state_dict_bytes"]
-                line += f"; torch fp32 {t32:.0f}, int8 {t8:.0f} ({t32 / t8:.2f}x smaller)"
-            print(line)
+                t32 = r["torch fp32"]["state_dict_bytes"]
+                parts.append(f"torch fp32 {t32:.0f}")
+                for sc in schemes:
+                    t8 = r[f"torch {sc} {engines[0]}"]["state_dict_bytes"]
+                    parts.append(f"torch {sc} {t8:.0f} ({t32 / t8:.2f}x smaller)")
+            print(f"  {model}: " + ", ".join(parts))
         os.makedirs(os.path.dirname(json_path), exist_ok=True)
         with open(json_path, "w") as f:
             json.dump({"date": datetime.datetime.now().isoformat(timespec="seconds"), "commit": git_commit(),
                        "cpu": cpu_model(), "cpus": os.cpu_count(), "threads": args.threads, "rounds": args.rounds,
+                       "stat": args.stat,
                        "torch_engines": engines, "rows": rows}, f, indent=1)
         print(f"wrote {json_path}")
     if failures:

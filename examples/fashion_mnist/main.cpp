@@ -4,7 +4,8 @@
 //   fashion_mnist [--epochs 2] [--batch-size 64] [--lr 1e-3] [--threads 2] [--seed 0]
 //                 [--workers 2] [--data DIR] [--out DIR] [--resume] [--limit N]
 //                 [--min-accuracy X] [--export model.ember] [--model cnn|mlp]
-//                 [--quantize dynamic|static] [--observer minmax|moving_average|percentile]
+//                 [--quantize dynamic|static|qat] [--observer minmax|moving_average|percentile]
+//                 [--qat-epochs N]
 //                 [--profile trace.json] [--amp bf16|fp16]
 //                 [--distributed]
 //
@@ -13,9 +14,12 @@
 // quantization.md) and reports float32 against int8: test accuracy, state_dict size on
 // disk, and the time of a test-set pass (batch 1000) and of one image (batch 1).
 // --quantize static does the same with static post-training quantization (quant::prepare,
-// calibration on the first 1000 training images, quant::convert): Linear (+ReLU) layers
-// with activations quantized with the calibrated, fixed scales; --observer minmax (default),
-// moving_average or percentile picks the activation observers.
+// calibration on the first 1000 training images, quant::convert): Conv2d (+ReLU) and Linear
+// (+ReLU) layers with activations quantized with the calibrated, fixed scales and handed from
+// layer to layer as uint8 codes (max pooling on the codes); --observer minmax (default),
+// moving_average or percentile picks the activation observers. --quantize qat fine-tunes a
+// copy of the trained model with quantization-aware training (quant::prepare_qat, fake
+// quantization, --qat-epochs epochs at a tenth of --lr) and converts it to the same int8 model.
 // --export traces the trained model (eval mode, dynamic batch), freezes it (batch norm and
 // constants folded, element-wise chains fused) and saves one artifact with the labels, the
 // input normalisation and a reference input profile; examples/infer runs it (docs/jit.md).
@@ -38,6 +42,7 @@
 #include <ember/profiler/profiler.h>
 #include <ember/ember.h>
 #include <ember/quant/quant.h>
+#include <ember/quant/qat.h>
 #include <ember/quant/static_quant.h>
 #ifdef EMBER_HAVE_DISTRIBUTED
 #include <ember/distributed/ddp.h>
@@ -79,6 +84,7 @@ struct Args {
   std::string model = "cnn";
   std::string quantize;
   std::string observer = "minmax";
+  int64_t qat_epochs = 1;
   std::string profile_path;
   std::string amp;  // "", "bf16" or "fp16"
   bool distributed = false;
@@ -89,7 +95,8 @@ struct Args {
   std::fprintf(stderr,
                "%s: %s\nusage: %s [--epochs N] [--batch-size N] [--lr X] [--threads N] [--seed N] "
                "[--workers N] [--data DIR] [--out DIR] [--resume] [--limit N] [--min-accuracy X] [--export FILE] "
-               "[--model cnn|mlp] [--quantize dynamic|static] [--observer minmax|moving_average|percentile] [--profile "
+               "[--model cnn|mlp] [--quantize dynamic|static|qat] [--observer minmax|moving_average|percentile] "
+               "[--qat-epochs N] [--profile "
                "trace.json] [--amp bf16|fp16] [--distributed]\n",
                prog, problem.c_str(), prog);
   std::exit(2);
@@ -114,6 +121,7 @@ Args parse(int argc, char** argv) {
     else if (o.is("--model")) a.model = o.str();
     else if (o.is("--quantize")) a.quantize = o.str();
     else if (o.is("--observer")) a.observer = o.str();
+    else if (o.is("--qat-epochs")) a.qat_epochs = o.int64();
     else if (o.is("--profile")) a.profile_path = o.str();
     else if (o.is("--amp")) a.amp = o.str();
     else if (o.is("--distributed")) a.distributed = true;
@@ -122,11 +130,13 @@ Args parse(int argc, char** argv) {
   }
   if (!a.amp.empty() && a.amp != "bf16" && a.amp != "fp16") usage(argv[0], "--amp is bf16 or fp16, not " + a.amp);
   if (a.model != "cnn" && a.model != "mlp") usage(argv[0], "--model is cnn or mlp, not " + a.model);
-  if (!a.quantize.empty() && a.quantize != "dynamic" && a.quantize != "static") {
+  if (!a.quantize.empty() && a.quantize != "dynamic" && a.quantize != "static" && a.quantize != "qat") {
     usage(argv[0], "--quantize " + a.quantize +
-                       " is not available yet (dynamic: int8 Linear layers, activations per batch; static: "
-                       "int8 Linear (+ReLU) layers, activations calibrated on training images)");
+                       " is not a mode (dynamic: int8 Linear layers, activations per batch; static: int8 Conv2d and "
+                       "Linear layers, activations calibrated on training images; qat: quantization-aware fine-tuning, "
+                       "then the static int8 model)");
   }
+  if (a.qat_epochs < 1) usage(argv[0], "--qat-epochs must be >= 1");
   if (a.observer != "minmax" && a.observer != "moving_average" && a.observer != "percentile") {
     usage(argv[0], "--observer is minmax, moving_average or percentile, not " + a.observer);
   }
@@ -178,18 +188,50 @@ double median_seconds(int reps, Fn&& fn) {
   return s[s.size() / 2];
 }
 
-// --quantize dynamic|static: the trained model against its int8 copy (accuracy, size on
+// --quantize dynamic|static|qat: the trained model against its int8 copy (accuracy, size on
 // disk, speed). The float model is left as it is. Static quantization calibrates on the
-// first 1000 images of calibration_set.
-void report_quantization(nn::Sequential& model, const std::string& mode, const std::string& observer,
-                         const std::shared_ptr<data::FashionMNIST>& calibration_set,
+// first 1000 images of calibration_set; QAT fine-tunes on train_data.
+void report_quantization(nn::Sequential& model, const Args& args, const std::shared_ptr<data::FashionMNIST>& calibration_set,
+                         const std::shared_ptr<data::Dataset>& train_data,
                          const std::shared_ptr<data::FashionMNIST>& test_set, const std::filesystem::path& out_dir,
                          double fp32_accuracy) {
+  const std::string& mode = args.quantize;
+  const std::string& observer = args.observer;
   nn::Sequential qmodel(std::dynamic_pointer_cast<nn::SequentialImpl>(model->clone()));
   std::vector<std::string> replaced;
-  double calibration_ms = 0.0;
+  double calibration_ms = 0.0, qat_accuracy = 0.0;
   if (mode == "dynamic") {
     replaced = ember::quant::quantize_dynamic(*qmodel, {ember::quant::ModuleKind::Linear});
+  } else if (mode == "qat") {
+    // Fine-tune with fake quantization, then convert: the weights adapt to the int8 grids.
+    const auto t0 = std::chrono::steady_clock::now();
+    qmodel->train();
+    ember::quant::prepare_qat(*qmodel);
+    ember::optim::Adam opt(qmodel->parameters(), ember::optim::AdamOptions(args.lr * 0.1));
+    data::DataLoader loader(train_data, data::DataLoaderOptions()
+                                            .batch_size(args.batch_size)
+                                            .shuffle(true)
+                                            .seed(args.seed + 1)
+                                            .num_workers(args.workers));
+    for (int64_t epoch = 1; epoch <= args.qat_epochs; ++epoch) {
+      loader.set_epoch(epoch);
+      data::ProgressBar bar(static_cast<int64_t>(loader.size()),
+                            "qat " + std::to_string(epoch) + "/" + std::to_string(args.qat_epochs), args.batch_size);
+      int64_t step = 0;
+      for (data::Example& batch : loader) {
+        opt.zero_grad();
+        ember::Tensor loss = nn::functional::cross_entropy(qmodel->forward(batch.data), batch.target);
+        loss.backward();
+        opt.step();
+        bar.update(++step, {{"loss", loss.item<double>()}});
+      }
+      bar.close();
+      if (epoch == args.qat_epochs) ember::quant::freeze_bn_stats(*qmodel);
+    }
+    qat_accuracy = evaluate(qmodel, test_set);  // fake-quantized, eval mode (ranges frozen)
+    qmodel->eval();
+    replaced = ember::quant::convert(*qmodel);
+    calibration_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   } else {
     const auto t0 = std::chrono::steady_clock::now();
     qmodel->eval();
@@ -238,9 +280,14 @@ void report_quantization(nn::Sequential& model, const std::string& mode, const s
   if (mode == "dynamic") {
     std::printf("quantize dynamic: int8 Linear layers %s (weights per channel, activations per batch)\n",
                 names.c_str());
+  } else if (mode == "qat") {
+    std::printf(
+        "quantize qat: int8 layers %s (%lld epoch(s) of quantization-aware fine-tuning at lr %g in %.1f s; "
+        "fake-quantized model: accuracy %.4f)\n",
+        names.c_str(), static_cast<long long>(args.qat_epochs), args.lr * 0.1, calibration_ms / 1000.0, qat_accuracy);
   } else {
     std::printf(
-        "quantize static: int8 Linear layers %s (weights per channel, activations per tensor with scales "
+        "quantize static: int8 layers %s (weights per channel, activations per tensor with scales "
         "calibrated on 1000 training images in %.0f ms, %s observers)\n",
         names.c_str(), calibration_ms, observer.c_str());
   }
@@ -524,7 +571,7 @@ int main(int argc, char** argv) {
               ckpt_path.c_str());
   if (!args.quantize.empty()) {
     try {
-      report_quantization(model, args.quantize, args.observer, train_set, test_set, out_dir, accuracy);
+      report_quantization(model, args, train_set, train_data, test_set, out_dir, accuracy);
     } catch (const ember::Error& e) {
       std::cerr << "quantization failed: " << e.what() << "\n";
       return 1;

@@ -15,6 +15,8 @@
 
 #include "ember/serialize/json.h"
 #include <ember/ember.h>
+#include <ember/quant/fake_quant.h>
+#include <ember/quant/quantized_ops.h>
 
 #include <atomic>
 #include <chrono>
@@ -502,6 +504,56 @@ const std::vector<OpEntry>& op_table() {
       OP(adaptive_avg_pool2d, o.push_back(adaptive_avg_pool2d(c.tensor(), c.ints(2)))),
       OP(max_pool1d, o.push_back(max_pool1d(c.tensor(), c.ints(1), c.ints(1), c.ints(1), c.ints(1), c.coin()))),
       OP(avg_pool1d, o.push_back(avg_pool1d(c.tensor(), c.ints(1), c.ints(1), c.ints(1), c.coin(), c.coin()))),
+      // int8 quantization (quant/fake_quant.h, quant/quantized_ops.h): hostile arguments, and
+      // now and then a consistent case that reaches the kernels.
+      OP(fake_quantize_per_tensor_affine, {
+        const bool sane = c.coin();
+        o.push_back(quant::fake_quantize_per_tensor_affine(c.tensor(), sane ? 0.1 : c.real(), sane ? 3 : c.integer(),
+                                                           sane ? 0 : c.integer(), sane ? 127 : c.integer()));
+      }),
+      OP(fake_quantize_per_channel_affine, {
+        Tensor x = c.tensor();
+        const int64_t axis = c.coin() && x.dim() > 0 ? static_cast<int64_t>(c.u() % static_cast<uint64_t>(x.dim())) : c.dim();
+        const int64_t n = axis >= 0 && axis < x.dim() && c.coin() ? x.size(axis) : c.size();
+        const Tensor scale = c.coin() ? rand({n}) + 0.01 : c.tensor();
+        const Tensor zp = c.coin() ? randint(0, 10, {n}).to(c.coin() ? kInt32 : kInt64) : c.tensor();
+        o.push_back(quant::fake_quantize_per_channel_affine(x, scale, zp, axis, c.coin() ? 0 : c.integer(),
+                                                            c.coin() ? 127 : c.integer()));
+      }),
+      OP(quantize_per_tensor, quant::quantize_per_tensor(c.tensor(), c.coin() ? 0.05 : c.real(), c.integer(),
+                                                         c.coin() ? 0 : c.integer(), c.coin() ? 127 : c.integer())),
+      OP(dequantize_per_tensor, quant::dequantize_per_tensor(c.tensor(c.coin() ? std::optional<DType>(kUInt8) : std::nullopt),
+                                                             c.coin() ? 0.05 : c.real(), c.integer())),
+      OP(quantized_conv2d, {
+        Tensor x = c.tensor(), w = c.tensor(kInt8), s = c.tensor(kFloat32), b = c.maybe(c.tensor(kFloat32));
+        if (c.coin()) {  // consistent shapes
+          const int64_t C = 1 + static_cast<int64_t>(c.u() % 3), OC = 1 + static_cast<int64_t>(c.u() % 4);
+          x = randn({static_cast<int64_t>(c.u() % 3), C, 1 + static_cast<int64_t>(c.u() % 7), 1 + static_cast<int64_t>(c.u() % 7)});
+          if (c.coin()) x = quant::quantize_per_tensor(x, 0.05, 60);
+          w = randint(-128, 128, {OC, C, 1 + static_cast<int64_t>(c.u() % 3), 1 + static_cast<int64_t>(c.u() % 3)}).to(kInt8);
+          s = rand({OC}) + 0.01;
+          b = c.maybe(randn({OC}));
+        }
+        const double sc = c.coin() ? 0.05 : c.real();
+        quant::quantized_conv2d(x, w, s, b, c.coin() ? c.ints(2) : std::vector<int64_t>{1}, c.ints(2),
+                                c.coin() ? c.ints(2) : std::vector<int64_t>{1}, c.coin() ? 1 : c.integer(), sc, c.integer(),
+                                c.coin() ? 0.1 : c.real(), c.integer(), c.coin(), c.coin() ? kUInt8 : c.dtype());
+      }),
+      OP(quantized_linear, {
+        Tensor x = c.tensor(), w = c.tensor(kInt8), s = c.tensor(kFloat32), b = c.maybe(c.tensor(kFloat32));
+        if (c.coin()) {
+          const int64_t K = static_cast<int64_t>(c.u() % 5), N = 1 + static_cast<int64_t>(c.u() % 5);
+          x = randn({static_cast<int64_t>(c.u() % 3), K});
+          w = randint(-128, 128, {N, K}).to(kInt8);
+          s = rand({N}) + 0.01;
+          b = c.maybe(randn({N}));
+        }
+        quant::quantized_linear(x, w, s, b, c.coin() ? 0.05 : c.real(), c.integer(), c.coin() ? 0.1 : c.real(),
+                                c.integer(), c.coin(), c.coin() ? kFloat32 : c.dtype());
+      }),
+      OP(quantized_max_pool2d, quant::quantized_max_pool2d(
+                                   c.coin() ? quant::quantize_per_tensor(randn({2, 3, 5, 4}), 0.1, 64) : c.tensor(kUInt8),
+                                   c.ints(2), c.ints(2), c.ints(2), c.ints(2), c.coin())),
       // nn::functional
       OP(leaky_relu, o.push_back(F::leaky_relu(c.tensor(), c.real()))),
       OP(dropout, o.push_back(F::dropout(c.tensor(), c.real(), c.coin()))),
@@ -611,7 +663,8 @@ int64_t env_int(const char* name, int64_t fallback) {
 std::set<std::string> declared_ops(const std::string& src) {
   const char* headers[] = {"ops/creation.h", "ops/pointwise.h", "ops/reduce.h", "ops/linalg.h", "ops/view.h",
                            "ops/join.h",     "ops/index.h",     "ops/sort.h",   "ops/conv.h",   "ops/pool.h",
-                           "nn/functional.h", "nn/loss.h",      "core/tensor.h"};
+                           "nn/functional.h", "nn/loss.h",      "core/tensor.h",
+                           "quant/fake_quant.h", "quant/quantized_ops.h"};
   // A declaration that returns tensors: `Tensor name(`, `Tensor& name(`, `std::vector<Tensor> name(`,
   // `std::tuple<...> name(`, `bool name(` (allclose, equal, can_cast), `DimVector name(`.
   const std::regex decl(

@@ -15,6 +15,9 @@ usage: validate_onnx.py MODEL.onnx [IN.npy[,IN2.npy...] REF.npy[,REF2.npy...] [-
    not import (Where, Expand, ReduceSum with axes as an input, Range, Trilu, ...) or
    computes wrongly, and for integer or boolean inputs, which its Python binding cannot
    pass. The ONNX package of Debian 12 (1.12) has no reference runtime of its own yet.
+   OpenCV 4.6 cannot run QDQ graphs (QuantizeLinear / DequantizeLinear): a DequantizeLinear of
+   an initializer fails to import, and even a lone QuantizeLinear -> DequantizeLinear pair
+   returns uninitialised memory; ember's quantized exports are checked with --numpy.
 Exits non-zero (with the reason on stderr) when any step fails.
 """
 import math
@@ -327,6 +330,19 @@ def eval_node(n, a, i):
         return [_conv_transpose(x, i[1], i[2] if len(i) > 2 else None, a)]
     if t in ("MaxPool", "AveragePool"):
         return [_pool2d(x, a, "max" if t == "MaxPool" else "avg")]
+    if t in ("QuantizeLinear", "DequantizeLinear"):
+        # Per tensor (rank-0 scale) or per axis (1-D scale along attribute axis); float32 math.
+        scale = np.asarray(i[1], np.float32)
+        zp = np.asarray(i[2]) if len(i) > 2 and i[2] is not None else np.zeros((), np.uint8)
+        if scale.ndim == 1:
+            shape = [1] * x.ndim
+            shape[a.get("axis", 1) % x.ndim] = -1
+            scale, zp = scale.reshape(shape), zp.reshape(shape)
+        if t == "QuantizeLinear":
+            info = np.iinfo(zp.dtype)
+            q = np.rint(x.astype(np.float32) / scale) + zp.astype(np.float32)
+            return [np.clip(q, info.min, info.max).astype(zp.dtype)]
+        return [((x.astype(np.int32) - zp.astype(np.int32)).astype(np.float32) * scale).astype(np.float32)]
     if t == "GlobalAveragePool":
         return [x.mean(axis=tuple(range(2, x.ndim)), keepdims=True)]
     raise NotImplementedError(f"the numpy evaluator has no {t}")
@@ -419,6 +435,9 @@ def main():
             diff = float(np.max(np.where(same_inf, 0.0, np.abs(yf - rf)), initial=0.0))
             scale = float(np.max(np.abs(np.where(np.isinf(rf), 0.0, rf)), initial=0.0)) or 1.0
         print(f"{runtime}: shape={list(y.shape)} max_abs={diff:.3e} max_rel={diff / scale:.3e}")
+        if not (ref.dtype == bool or np.issubdtype(ref.dtype, np.integer)):
+            off = float(np.mean(np.abs(y.astype(np.float64) - ref.astype(np.float64)) > 1e-6 * scale))
+            print(f"{runtime}: fraction_differing={off:.4e}")
 
 
 if __name__ == "__main__":

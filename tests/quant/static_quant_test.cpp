@@ -338,9 +338,9 @@ TEST(QuantStatic, Errors) {
   nn::Sequential model = Mlp();
   ExpectError([&] { quant::prepare(*model); }, {"[quant::prepare]", "training mode", "model->eval()"});
   model->eval();
-  ExpectError([&] { quant::convert(*model); }, {"[quant::convert]", "no ObservedLinear", "quant::prepare"});
+  ExpectError([&] { quant::convert(*model); }, {"[quant::convert]", "no prepared layer", "quant::prepare"});
   quant::prepare(*model);
-  ExpectError([&] { quant::prepare(*model); }, {"[quant::prepare]", "'0' is already prepared"});
+  ExpectError([&] { quant::prepare(*model); }, {"[quant::prepare]", "'0'", "is already prepared"});
   // convert before calibration names the layer and the fix; nothing is replaced.
   ExpectError([&] { quant::convert(*model); },
               {"[quant::convert]", "'0'", "has not been calibrated", "between quant::prepare and quant::convert"});

@@ -7,6 +7,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ember/ember.h>
 #include <ember/quant/quant.h>
+#include <ember/quant/qat.h>
+#include <ember/quant/quantized_ops.h>
 #include <ember/quant/static_quant.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
@@ -207,4 +209,237 @@ TEST(QuantParity, StaticLinearMatchesTorch) {
   }
   at::globalContext().setQEngine(saved);
   EXPECT_GT(engines_run, 0);
+}
+
+// ---- static int8 convolution ----
+
+namespace {
+
+// torch's per-channel qint8 weight of any rank (PerChannelMinMaxObserver, symmetric).
+torch::Tensor torch_quantized_weight_nd(const torch::Tensor& w) {
+  const torch::Tensor amax = w.abs().reshape({w.size(0), -1}).amax(1);
+  const torch::Tensor scales = (amax / 127.5).clamp_min(FLT_EPSILON).to(torch::kDouble);
+  return at::quantize_per_channel(w, scales, torch::zeros({w.size(0)}, torch::kLong), 0, torch::kQInt8);
+}
+
+c10::IValue torch_conv_prepack(const torch::Tensor& qw, const torch::Tensor& bias, std::vector<int64_t> stride,
+                               std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups) {
+  static const auto prepack = c10::Dispatcher::singleton().findSchemaOrThrow("quantized::conv2d_prepack", "");
+  torch::jit::Stack stack{qw,
+                          bias.defined() ? c10::optional<at::Tensor>(bias) : c10::optional<at::Tensor>(),
+                          c10::IValue(stride),
+                          c10::IValue(padding),
+                          c10::IValue(dilation),
+                          c10::IValue(groups)};
+  prepack.callBoxed(&stack);
+  return stack.at(0);
+}
+
+torch::Tensor torch_conv(const torch::Tensor& qx, const c10::IValue& packed, double scale, int64_t zp, bool relu) {
+  static const auto conv = c10::Dispatcher::singleton().findSchemaOrThrow("quantized::conv2d", "new");
+  static const auto conv_relu = c10::Dispatcher::singleton().findSchemaOrThrow("quantized::conv2d_relu", "new");
+  torch::jit::Stack stack{qx, packed, c10::IValue(scale), c10::IValue(zp)};
+  (relu ? conv_relu : conv).callBoxed(&stack);
+  return stack.at(0).toTensor();
+}
+
+torch::Tensor torch_linear(const torch::Tensor& qx, const torch::Tensor& w, const torch::Tensor& bias, double scale,
+                           int64_t zp, bool relu) {
+  static const auto prepack = c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_prepack", "");
+  static const auto linear = c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear", "");
+  static const auto linear_relu = c10::Dispatcher::singleton().findSchemaOrThrow("quantized::linear_relu", "");
+  torch::jit::Stack stack{torch_quantized_weight(w), c10::optional<at::Tensor>(bias)};
+  prepack.callBoxed(&stack);
+  c10::IValue packed = stack.at(0);
+  stack = {qx, packed, c10::IValue(scale), c10::IValue(zp)};
+  (relu ? linear_relu : linear).callBoxed(&stack);
+  return stack.at(0).toTensor();
+}
+
+struct ConvParityCase {
+  int64_t in, out, k, stride, pad, dil, groups;
+};
+
+}  // namespace
+
+// QuantizedConv2d against torch's quantized::conv2d / conv2d_relu (what torch.ao.nn.quantized.Conv2d
+// and intrinsic ConvReLU2d call) on the same int8 weights, bias and quantization parameters, on
+// each engine this libtorch has; the input is a non-contiguous view. Same codes, up to one code
+// where a value lands within float rounding of a .5.
+TEST(QuantParity, Conv2dMatchesTorch) {
+  const at::QEngine saved = at::globalContext().qEngine();
+  int engines_run = 0;
+  for (at::QEngine engine : at::globalContext().supportedQEngines()) {
+    if (engine == at::QEngine::NoQEngine) continue;
+    at::globalContext().setQEngine(engine);
+    const std::string name = c10::toString(engine);
+    int64_t total = 0, differ = 0;
+    double worst_steps = 0;
+    bool ran = false;
+    for (const ConvParityCase c : {ConvParityCase{1, 16, 3, 1, 1, 1, 1}, ConvParityCase{16, 32, 3, 1, 1, 1, 1},
+                                   ConvParityCase{8, 12, 3, 2, 1, 1, 2}, ConvParityCase{6, 8, 3, 1, 2, 2, 1},
+                                   ConvParityCase{12, 20, 1, 1, 0, 1, 1}}) {
+      for (bool relu : {false, true}) {
+        ember::manual_seed(100 + c.in * 3 + relu);
+        ember::nn::Conv2d conv(ember::nn::Conv2dOptions(c.in, c.out, c.k)
+                                   .stride(c.stride)
+                                   .padding(c.pad)
+                                   .dilation(c.dil)
+                                   .groups(c.groups));
+        // [N, C, W, H] transposed: a non-contiguous [N, C, H, W] view.
+        const ember::Tensor x = (ember::randn({4, c.in, 15, 13}) * 1.2 + 0.3).transpose(2, 3);
+        ember::quant::MinMaxObserver in_obs, out_obs;
+        in_obs.observe(x);
+        ember::Tensor fp = conv(x).detach();
+        if (relu) fp = fp.relu();
+        out_obs.observe(fp);
+        const ember::quant::QParams qin = in_obs.calculate_qparams(), qout = out_obs.calculate_qparams();
+        ember::quant::QuantizedConv2d q(*conv, qin, qout, relu);
+        const torch::Tensor got = to_torch(q(x));
+
+        const torch::Tensor tx = at::quantize_per_tensor(to_torch(x), qin.scale, qin.zero_point, torch::kQUInt8);
+        torch::Tensor want;
+        try {
+          const c10::IValue packed = torch_conv_prepack(
+              torch_quantized_weight_nd(to_torch(conv->weight.detach())), to_torch(conv->bias.detach()),
+              {c.stride, c.stride}, {c.pad, c.pad}, {c.dil, c.dil}, c.groups);
+          want = torch_conv(tx, packed, qout.scale, qout.zero_point, relu).dequantize();
+        } catch (const c10::Error& e) {
+          std::printf("%s: quantized::conv2d refuses case in=%lld groups=%lld: %.120s\n", name.c_str(),
+                      static_cast<long long>(c.in), static_cast<long long>(c.groups), e.what());
+          continue;
+        }
+        ran = true;
+        ASSERT_EQ(got.sizes(), want.sizes());
+        const double diff = (got - want).abs().max().item<double>();
+        EXPECT_LE(diff, qout.scale * 1.001) << name << " in=" << c.in << " relu " << relu;
+        worst_steps = std::max(worst_steps, diff / qout.scale);
+        total += got.numel();
+        differ += (got != want).sum().item<int64_t>();
+      }
+    }
+    if (!ran) continue;
+    ++engines_run;
+    const double frac = static_cast<double>(differ) / static_cast<double>(std::max<int64_t>(total, 1));
+    EXPECT_LE(frac, 0.01) << name;
+    std::printf("%s quantized conv2d: %lld outputs, %.4f%% one step off (max %.2f steps)\n", name.c_str(),
+                static_cast<long long>(total), 100.0 * frac, worst_steps);
+  }
+  at::globalContext().setQEngine(saved);
+  EXPECT_GT(engines_run, 0);
+}
+
+TEST(QuantParity, MaxPoolOfCodesMatchesTorch) {
+  ember::manual_seed(120);
+  const ember::Tensor x = ember::randn({2, 6, 11, 10});
+  const torch::Tensor tq = at::quantize_per_tensor(to_torch(x), 0.05, 60, torch::kQUInt8);
+  const ember::Tensor codes = ember::quant::quantize_per_tensor(x, 0.05, 60);
+  EXPECT_TRUE(torch::equal(to_torch(codes), tq.int_repr().clamp_max(127))) << "quantize_per_tensor";
+  const ember::Tensor c127 = to_ember(tq.int_repr().clamp_max(127));
+  const torch::Tensor tq127 = at::_make_per_tensor_quantized_tensor(tq.int_repr().clamp_max(127), 0.05, 60);
+  const torch::Tensor want = at::max_pool2d(tq127, {3, 3}, {2, 2}, {1, 1}, {1, 1}, true).int_repr();
+  const ember::Tensor got = ember::quant::quantized_max_pool2d(c127, {3}, {2}, {1}, {1}, true);
+  EXPECT_TRUE(torch::equal(to_torch(got), want));
+}
+
+// The whole converted CNN against the same network assembled from torch's quantized ops with
+// ember's calibrated parameters: quantize_per_tensor, conv2d_relu, max_pool2d, flatten,
+// linear_relu, linear, dequantize (what torch's FX static quantization produces for this model).
+TEST(QuantParity, StaticCnnMatchesTorchQuantizedOps) {
+  using namespace ember;
+  const at::QEngine saved = at::globalContext().qEngine();
+  at::globalContext().setQEngine(at::QEngine::ONEDNN);
+  manual_seed(121);
+  nn::Sequential model(nn::Conv2d(nn::Conv2dOptions(1, 16, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2),
+                       nn::Conv2d(nn::Conv2dOptions(16, 32, 3).padding(1)), nn::ReLU(), nn::MaxPool2d(2), nn::Flatten(),
+                       nn::Linear(32 * 7 * 7, 64), nn::ReLU(), nn::Linear(64, 10));
+  // The float layers, kept before convert replaces them.
+  auto c0 = model->ptr<nn::Conv2dImpl>(0), c3 = model->ptr<nn::Conv2dImpl>(3);
+  auto l7 = model->ptr<nn::LinearImpl>(7), l9 = model->ptr<nn::LinearImpl>(9);
+  model->eval();
+  quant::prepare(*model);
+  const Tensor x = randn({32, 1, 28, 28});
+  {
+    // Calibrated on data that includes x: no value leaves its calibrated range, where torch's
+    // quint8 ops would go on to codes above 127 and ember's clamp at 127.
+    NoGradGuard no_grad;
+    model(x);
+    for (int i = 0; i < 3; ++i) model(randn({50, 1, 28, 28}));
+  }
+  quant::convert(*model);
+  auto q0 = model->ptr<quant::QuantizedConv2dImpl>(0), q3 = model->ptr<quant::QuantizedConv2dImpl>(3);
+  auto q7 = model->ptr<quant::StaticQuantizedLinearImpl>(7), q9 = model->ptr<quant::StaticQuantizedLinearImpl>(9);
+  const torch::Tensor got = to_torch(model(x));
+
+  auto conv = [&](const torch::Tensor& q, const nn::Conv2dImpl& f, const quant::QParams out) {
+    const c10::IValue packed = torch_conv_prepack(torch_quantized_weight_nd(to_torch(f.weight.detach())),
+                                                  to_torch(f.bias.detach()), {1, 1}, {1, 1}, {1, 1}, 1);
+    return torch_conv(q, packed, out.scale, out.zero_point, true);
+  };
+  const quant::QParams in = q0->input_qparams();
+  torch::Tensor t = at::quantize_per_tensor(to_torch(x), in.scale, in.zero_point, torch::kQUInt8);
+  t = at::max_pool2d(conv(t, *c0, q0->output_qparams()), {2, 2}, {2, 2}, {0, 0}, {1, 1}, false);
+  t = at::max_pool2d(conv(t, *c3, q3->output_qparams()), {2, 2}, {2, 2}, {0, 0}, {1, 1}, false);
+  t = t.contiguous().reshape({32, -1});
+  t = torch_linear(t, to_torch(l7->weight.detach()), to_torch(l7->bias.detach()), q7->output_qparams().scale,
+                   q7->output_qparams().zero_point, true);
+  t = torch_linear(t, to_torch(l9->weight.detach()), to_torch(l9->bias.detach()), q9->output_qparams().scale,
+                   q9->output_qparams().zero_point, false);
+  const torch::Tensor want = t.dequantize();
+  const double step = q9->output_qparams().scale;
+  const double diff = (got - want).abs().max().item<double>();
+  const double frac = (got != want).sum().item<double>() / static_cast<double>(got.numel());
+  const double agree = (got.argmax(1) == want.argmax(1)).to(torch::kDouble).mean().item<double>();
+  std::printf("int8 CNN vs torch quantized ops (onednn): max diff %.3g (%.2f output steps), %.2f%% of logits "
+              "differ, argmax agreement %.3f\n",
+              diff, diff / step, 100.0 * frac, agree);
+  // Same codes through the whole network (measured: identical logits); one code off in an early
+  // layer could move a logit by a step or two.
+  EXPECT_LE(diff, 2.01 * step);
+  EXPECT_LE(frac, 0.05);
+  EXPECT_GE(agree, 0.99);
+  at::globalContext().setQEngine(saved);
+}
+
+// ---- fake quantization ----
+
+TEST(QuantParity, FakeQuantizeMatchesTorch) {
+  ember::manual_seed(130);
+  // Random values over several grids' ranges, some exactly on .5 boundaries; a non-contiguous view.
+  const ember::Tensor base = ember::cat({ember::randn({7, 40}) * 3.0, ember::arange(-20, 20).reshape({1, 40}) * 0.25});
+  for (const bool transpose : {false, true}) {
+    const ember::Tensor ex = transpose ? base.t() : base;  // [40, 8] non-contiguous or [8, 40]
+    ember::Tensor ex_leaf = ex.detach().requires_grad_();
+    torch::Tensor tx = to_torch(ex).requires_grad_();
+    const ember::Tensor g = ember::randn(ex.sizes().vec());
+    const torch::Tensor tg = to_torch(g);
+    struct PT {
+      double scale;
+      int64_t zp, qmin, qmax;
+    };
+    for (const PT p : {PT{0.1, 0, 0, 127}, PT{0.5, 3, 0, 10}, PT{0.037, 64, 0, 255}, PT{0.02, 0, -128, 127}}) {
+      ember::Tensor ey = ember::quant::fake_quantize_per_tensor_affine(ex_leaf, p.scale, p.zp, p.qmin, p.qmax);
+      torch::Tensor ty = torch::fake_quantize_per_tensor_affine(tx, p.scale, p.zp, p.qmin, p.qmax);
+      EXPECT_TRUE(torch::equal(to_torch(ey), ty)) << "forward scale " << p.scale << " transpose " << transpose;
+      ey.backward(g);
+      ty.backward(tg);
+      EXPECT_TRUE(torch::equal(to_torch(ex_leaf.grad()), tx.grad())) << "backward scale " << p.scale;
+      ex_leaf.mutable_grad() = ember::Tensor();
+      tx.mutable_grad().reset();
+    }
+    // Per channel along each axis.
+    for (int64_t axis : {int64_t{0}, int64_t{1}}) {
+      const int64_t C = ex.size(axis);
+      const ember::Tensor scale = ember::rand({C}) * 0.2 + 0.01;
+      const ember::Tensor zp = ember::randint(0, 128, {C}).to(ember::kInt32);
+      ember::Tensor ey = ember::quant::fake_quantize_per_channel_affine(ex_leaf, scale, zp, axis, 0, 127);
+      torch::Tensor ty = torch::fake_quantize_per_channel_affine(tx, to_torch(scale), to_torch(zp), axis, 0, 127);
+      EXPECT_TRUE(torch::equal(to_torch(ey), ty)) << "per-channel forward axis " << axis;
+      ey.backward(g);
+      ty.backward(tg);
+      EXPECT_TRUE(torch::equal(to_torch(ex_leaf.grad()), tx.grad())) << "per-channel backward axis " << axis;
+      ex_leaf.mutable_grad() = ember::Tensor();
+      tx.mutable_grad().reset();
+    }
+  }
 }

@@ -20,6 +20,7 @@
 #include "ember/ops/pool.h"
 #include "ember/ops/reduce.h"
 #include "ember/jit/fused.h"
+#include "ember/quant/quantized_ops.h"
 
 namespace ember::jit {
 
@@ -256,6 +257,32 @@ const Registry& registry() {
     g.add("arange", [](const In&, const A& a) {
       return one(arange(detail::scalar_from_value(need(a, "start")), detail::scalar_from_value(need(a, "end")),
                         detail::scalar_from_value(need(a, "step")), TensorOptions(dtype_attr(a))));
+    });
+    // ---- static int8 quantization (quant/quantized_ops.h) ----
+    g.add("quantize_per_tensor", [](const In& in, const A& a) {
+      return one(quant::quantize_per_tensor(in.at(0), attr_double(a, "scale", 0.0), attr_int(a, "zero_point"),
+                                            attr_int(a, "quant_min"), attr_int(a, "quant_max")));
+    });
+    g.add("dequantize_per_tensor", [](const In& in, const A& a) {
+      return one(quant::dequantize_per_tensor(in.at(0), attr_double(a, "scale", 0.0), attr_int(a, "zero_point")));
+    });
+    g.add("quantized_conv2d", [](const In& in, const A& a) {
+      return one(quant::quantized_conv2d(in.at(0), in.at(1), in.at(2), in.at(3), attr_ints(a, "stride"),
+                                         attr_ints(a, "padding"), attr_ints(a, "dilation"), attr_int(a, "groups"),
+                                         attr_double(a, "input_scale", 0.0), attr_int(a, "input_zero_point"),
+                                         attr_double(a, "output_scale", 0.0), attr_int(a, "output_zero_point"),
+                                         attr_bool(a, "relu", false), dtype_attr(a, "output_dtype")));
+    });
+    g.add("quantized_linear", [](const In& in, const A& a) {
+      return one(quant::quantized_linear(in.at(0), in.at(1), in.at(2), in.at(3), attr_double(a, "input_scale", 0.0),
+                                         attr_int(a, "input_zero_point"), attr_double(a, "output_scale", 0.0),
+                                         attr_int(a, "output_zero_point"), attr_bool(a, "relu", false),
+                                         dtype_attr(a, "output_dtype")));
+    });
+    g.add("quantized_max_pool2d", [](const In& in, const A& a) {
+      return one(quant::quantized_max_pool2d(in.at(0), attr_ints(a, "kernel_size"), attr_ints(a, "stride"),
+                                             attr_ints(a, "padding"), attr_ints(a, "dilation"),
+                                             attr_bool(a, "ceil_mode", false)));
     });
     // ---- made by passes ----
     g.add("fused_elementwise", [](const In& in, const A& a) { return one(run_fused_elementwise(in, a)); }, true);

@@ -366,6 +366,8 @@ void Exporter::emit(const std::string& op, const std::vector<Operand>& in, const
     add(it->second, {cast(in[0], out.dtype)}, {out.name});
   } else if (kBinary.count(op) != 0) {
     binary(kBinary.at(op), in, attrs, out);
+  } else if (emit_quantized(op, in, attrs, out)) {
+    // quantize_per_tensor, quantized_conv2d, ...: QuantizeLinear / DequantizeLinear around float ops
   } else if (op == "conv2d" || op == "conv1d") {
     conv(in, attrs, out);
   } else if (op == "linear") {

@@ -118,6 +118,20 @@ class Exporter {
   // A scalar attribute (clamp's min, masked_fill's value) as a rank-0 initializer of dt.
   std::string scalar_attr(const Value& v, DType dt, const std::string& base);
   int64_t norm_dim(int64_t d, size_t rank) const;
+
+  // ---- quantized ops in QDQ form (export_quant.cpp) ----
+  // Converts op when it is a static int8 op (quant/quantized_ops.h); false when it is not.
+  bool emit_quantized(const std::string& op, const std::vector<Operand>& in, const Dict& attrs, const Result& out);
+  // The float32 values of an operand on the grid (scale, zero_point): DequantizeLinear of uint8
+  // codes, or, for float32 input, its clamped QuantizeLinear -> DequantizeLinear.
+  std::string dequantized_input(const Operand& x, double scale, int64_t zero_point, const std::string& base);
+  // Float32 y onto the grid, as codes (uint8) or their values, into out.
+  void requantize_output(const std::string& y, double scale, int64_t zero_point, bool relu, DType dtype,
+                         const std::string& out);
+  // DequantizeLinear of int8 per-channel weights (axis 0, zero points 0).
+  std::string dequantized_weight(const Operand& qweight, const Operand& scales);
+  // The grids of uint8 values (var id -> scale, zero point), for max pooling's QDQ pair.
+  std::map<int, std::pair<double, int64_t>> grid_;
 };
 
 }  // namespace ember::onnx::detail

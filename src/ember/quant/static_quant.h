@@ -1,6 +1,7 @@
 #pragma once
 // Static post-training int8 quantization (eager mode, in the spirit of torch.ao.quantization's
-// prepare -> calibrate -> convert) for Linear and Linear+ReLU; docs/quantization.md.
+// prepare -> calibrate -> convert) for Conv2d (+BatchNorm2d) (+ReLU), Linear (+ReLU) and the
+// MaxPool2d / Flatten between them; docs/quantization.md.
 // Its own header, outside ember.h (which includes quant/quant.h), so that work on it does not
 // rebuild everything.
 
@@ -11,7 +12,14 @@
 #include <utility>
 #include <vector>
 
+#include "ember/nn/modules/conv.h"
+#include "ember/nn/modules/pooling.h"
 #include "ember/quant/quant.h"
+
+namespace ember::nn {
+class Conv2dImpl;
+class BatchNorm2dImpl;
+}  // namespace ember::nn
 
 namespace ember::quant {
 
@@ -132,6 +140,24 @@ struct QConfig {
   std::unique_ptr<Observer> make_activation_observer() const;
 };
 
+namespace detail {
+struct PackedConv;
+}
+
+// What convert() links: a converted layer that can hand its output to the next one as uint8
+// codes (Note [Activation codes], quant/quantized_ops.h) instead of float32 values.
+class QuantizedLayer {
+ public:
+  virtual ~QuantizedLayer() = default;
+  virtual QParams input_qparams() const = 0;
+  virtual QParams output_qparams() const = 0;
+  // The input grid (convert() sets it to the producing layer's output grid).
+  virtual void set_input_qparams(QParams q) = 0;
+  // When true, forward returns uint8 codes on the output grid (what the next quantized layer
+  // reads without a float pass); when false (the default), their float32 values.
+  bool output_codes = false;
+};
+
 // A Linear (and the ReLU fused into it) with observers on its input and output; what
 // prepare() puts in the model. Forward is the float Linear's (+ ReLU), recording ranges.
 class ObservedLinearImpl : public nn::Module {
@@ -150,14 +176,15 @@ class ObservedLinearImpl : public nn::Module {
 // parameters (Note [Static quantization scheme]). state_dict: qweight, scales, bias (as
 // DynamicQuantizedLinear), input_scale, output_scale (float32 [1]), input_zero_point,
 // output_zero_point (int32 [1]).
-class StaticQuantizedLinearImpl : public nn::Module {
+class StaticQuantizedLinearImpl : public nn::Module, public QuantizedLayer {
  public:
   StaticQuantizedLinearImpl(const nn::LinearImpl& linear, QParams input_qparams, QParams output_qparams,
                             bool relu = false);
   // Empty, to load a state_dict into.
   StaticQuantizedLinearImpl(int64_t in_features, int64_t out_features, bool bias = true, bool relu = false);
 
-  // input [..., in_features] float32 -> [..., out_features] float32 on the output grid.
+  // input [..., in_features] float32 values or uint8 codes on the input grid -> [...,
+  // out_features] float32 values on the output grid (uint8 codes with output_codes).
   Tensor forward(const Tensor& input) override;
   std::string extra_repr() const override;
   std::shared_ptr<nn::Module> clone(const std::optional<Device>& = std::nullopt) const override;
@@ -165,8 +192,9 @@ class StaticQuantizedLinearImpl : public nn::Module {
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return out_features_; }
   bool relu() const { return relu_; }
-  QParams input_qparams() const;
-  QParams output_qparams() const;
+  QParams input_qparams() const override;
+  QParams output_qparams() const override;
+  void set_input_qparams(QParams q) override;
   static constexpr int32_t kActQMin = 0, kActQMax = 127;
 
   Tensor qweight, scales, bias, input_scale, input_zero_point, output_scale, output_zero_point;
@@ -186,15 +214,107 @@ class StaticQuantizedLinear : public nn::ModuleHolder<StaticQuantizedLinearImpl>
   using nn::ModuleHolder<StaticQuantizedLinearImpl>::ModuleHolder;
 };
 
-// In place: every Linear in `model` becomes an ObservedLinear; a Linear directly followed by
-// a ReLU in an nn::Sequential is fused with it (the ReLU becomes an nn::Identity). Returns the
-// qualified names of the observed Linear layers. Put the model in eval() mode first (an
-// error otherwise: calibration should see inference behaviour, e.g. of Dropout).
+// A Conv2d (BatchNorm already folded into it) and the ReLU fused into it, with observers on
+// its input and output; what prepare() puts in the model.
+class ObservedConv2dImpl : public nn::Module {
+ public:
+  ObservedConv2dImpl(std::shared_ptr<nn::Conv2dImpl> conv, bool relu, const QConfig& config);
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  std::shared_ptr<nn::Module> clone(const std::optional<Device>& = std::nullopt) const override;
+
+  std::shared_ptr<nn::Conv2dImpl> conv;
+  bool relu;
+  std::unique_ptr<Observer> input_observer, output_observer;
+};
+
+// nn.Conv2d (+ ReLU) with int8 weights (per output channel, symmetric) and activations on
+// calibrated grids (torch.ao.nn.quantized.Conv2d / intrinsic ConvReLU2d; Note [Quantized
+// convolution] in quantized_ops.cpp). Zero padding only. state_dict: qweight (int8 [out, in /
+// groups, kH, kW]), scales (float32 [out]), bias (float32 [out], when the conv has one),
+// input_scale, output_scale (float32 [1]), input_zero_point, output_zero_point (int32 [1]).
+class QuantizedConv2dImpl : public nn::Module, public QuantizedLayer {
+ public:
+  QuantizedConv2dImpl(const nn::Conv2dImpl& conv, QParams input_qparams, QParams output_qparams, bool relu = false);
+  // Empty weights of the shape the options give, to load a state_dict into.
+  explicit QuantizedConv2dImpl(const nn::Conv2dOptions& options, bool relu = false);
+
+  // input [N, C, H, W] (or [C, H, W]) float32 values or uint8 codes on the input grid ->
+  // float32 values on the output grid (uint8 codes, channels-last, with output_codes).
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  std::shared_ptr<nn::Module> clone(const std::optional<Device>& = std::nullopt) const override;
+
+  const nn::Conv2dOptions& options() const { return options_; }
+  bool relu() const { return relu_; }
+  // Numeric padding ("same" and "valid" resolved).
+  const std::vector<int64_t>& padding() const { return padding_; }
+  QParams input_qparams() const override;
+  QParams output_qparams() const override;
+  void set_input_qparams(QParams q) override;
+
+  Tensor qweight, scales, bias, input_scale, input_zero_point, output_scale, output_zero_point;
+
+ private:
+  std::shared_ptr<const detail::PackedConv> packed();
+  nn::Conv2dOptions options_;
+  std::vector<int64_t> padding_;
+  bool relu_ = false;
+  std::mutex mu_;
+  std::shared_ptr<const detail::PackedConv> packed_;
+  uint32_t seen_version_ = UINT32_MAX;
+  const void* seen_data_ = nullptr;
+};
+
+class QuantizedConv2d : public nn::ModuleHolder<QuantizedConv2dImpl> {
+ public:
+  using nn::ModuleHolder<QuantizedConv2dImpl>::ModuleHolder;
+};
+
+// nn.MaxPool2d that takes uint8 codes (quant::quantized_max_pool2d, the output on the input's
+// grid) as well as float tensors (ember::max_pool2d); convert() puts it between quantized layers.
+class QuantizedMaxPool2dImpl : public nn::Module {
+ public:
+  explicit QuantizedMaxPool2dImpl(const nn::MaxPool2dOptions& options);
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  std::shared_ptr<nn::Module> clone(const std::optional<Device>& = std::nullopt) const override;
+  nn::MaxPool2dOptions options;
+};
+
+class QuantizedMaxPool2d : public nn::ModuleHolder<QuantizedMaxPool2dImpl> {
+ public:
+  using nn::ModuleHolder<QuantizedMaxPool2dImpl>::ModuleHolder;
+};
+
+// A Conv2d followed by a BatchNorm2d in eval mode, as one Conv2d (torch's fuse_conv_bn_eval):
+// w' = w * (gamma / sqrt(running_var + eps)) per output channel,
+// b' = (b - running_mean) * gamma / sqrt(running_var + eps) + beta. The inputs are not changed.
+std::shared_ptr<nn::Conv2dImpl> fuse_conv_bn(const nn::Conv2dImpl& conv, const nn::BatchNorm2dImpl& bn);
+
+// In place, in every nn::Sequential of model: a Conv2d directly followed by a BatchNorm2d
+// becomes their fused Conv2d, the BatchNorm an nn::Identity (torch.ao.quantization.fuse_modules
+// for conv+bn; prepare() does it itself). Returns the names of the fused Conv2d layers. The
+// model must be in eval mode (the running statistics are folded).
+std::vector<std::string> fuse_modules(nn::Module& model);
+
+// In place: every Conv2d in `model` becomes an ObservedConv2d and every Linear an
+// ObservedLinear. In an nn::Sequential, a Conv2d directly followed by a BatchNorm2d is fused
+// with it first (fuse_conv_bn), and a ReLU directly after a Conv2d (or its BatchNorm2d) or a
+// Linear is fused into it; the fused modules become nn::Identity. Returns the qualified names of
+// the observed layers. Put the model in eval() mode first (an error otherwise: calibration
+// should see inference behaviour, e.g. of Dropout and BatchNorm). A Conv2d whose padding_mode
+// is not "zeros", or whose "same" padding is uneven, stays float (with a warning).
 std::vector<std::string> prepare(nn::Module& model, const QConfig& config = {});
 
-// In place: every ObservedLinear becomes a StaticQuantizedLinear with the parameters its
-// observers computed. An error, before anything is replaced, when an observer has seen no
-// data or when the model holds no ObservedLinear. Returns the names replaced.
+// In place: every ObservedConv2d becomes a QuantizedConv2d and every ObservedLinear a
+// StaticQuantizedLinear, with the parameters their observers computed (QAT modules too:
+// quant/qat.h). Then, in each nn::Sequential, a converted layer followed (through nothing but
+// nn::Identity, nn::MaxPool2d and nn::Flatten) by another hands it uint8 codes: its
+// output_codes is set, the consumer's input grid becomes its output grid, and the MaxPool2d
+// layers between them become QuantizedMaxPool2d. An error, before anything is replaced, when
+// an observer has seen no data or when the model holds nothing to convert. Returns the
+// names of the converted layers.
 std::vector<std::string> convert(nn::Module& model);
 
 }  // namespace ember::quant

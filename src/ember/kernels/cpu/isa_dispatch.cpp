@@ -69,6 +69,11 @@ EMBER_ISA_DISPATCH(qdequantize_rows,
                    (float* y, int64_t r0, int64_t r1, int64_t N, const int32_t* corr, const float* scale,
                     const float* bias),
                    (y, r0, r1, N, corr, scale, bias))
+EMBER_ISA_DISPATCH(qrequantize_rows,
+                   (const int32_t* acc, int64_t rows, int64_t N, const int32_t* corr, const float* scale,
+                    const float* bias, float inv_out, float zp_out, float qmin, float qmax, uint8_t* codes,
+                    float* values, float out_scale),
+                   (acc, rows, N, corr, scale, bias, inv_out, zp_out, qmin, qmax, codes, values, out_scale))
 EMBER_ISA_DISPATCH(qgemv_u8s8s32,
                    (int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const uint8_t* a, const int8_t* b,
                     int32_t* c),

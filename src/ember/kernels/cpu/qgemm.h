@@ -31,6 +31,13 @@ void qquantize_u8(const float* x, int64_t n, float inv_scale, float zero_point, 
 // y[m, n] = float(acc[m, n] - corr[n]) * scale[n] (+ bias[n] when bias is not null).
 void qdequantize_rows(float* y, int64_t r0, int64_t r1, int64_t N, const int32_t* corr, const float* scale,
                       const float* bias);
+// Requantization of int32 sums acc (row-major [rows, N]) onto an activation grid:
+// v = float(acc[m, n] - corr[n]) * scale[n] (+ bias[n]), c = clamp(round_half_even(v * inv_out)
+// + zp_out, qmin, qmax); writes the codes c (codes, [rows, N] uint8) or, when codes is null,
+// the values (c - zp_out) * out_scale (values, [rows, N] float32). A fused ReLU is qmin = zp_out.
+void qrequantize_rows(const int32_t* acc, int64_t rows, int64_t N, const int32_t* corr, const float* scale,
+                      const float* bias, float inv_out, float zp_out, float qmin, float qmax, uint8_t* codes,
+                      float* values, float out_scale);
 // Rows [n0, n1) of the product for M < kQGemvMaxRows (ember's own kernel; c as above).
 void qgemv_u8s8s32(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const uint8_t* a, const int8_t* b,
                    int32_t* c);

@@ -114,6 +114,74 @@ void qdequantize_rows(float* y, int64_t r0, int64_t r1, int64_t N, const int32_t
   }
 }
 
+void qrequantize_rows(const int32_t* acc, int64_t rows, int64_t N, const int32_t* corr, const float* scale,
+                      const float* bias, float inv_out, float zp_out, float qmin, float qmax, uint8_t* codes,
+                      float* values, float out_scale) {
+  // The same IEEE operations in the same order at every level (-ffp-contract=off keeps the
+  // multiplies and adds apart): float(acc - corr) * scale (+ bias), * inv_out, round half to
+  // even, + zp_out, clamp (NaN, from an inf bias, becomes qmin). Rows are often short (the
+  // output channels of a convolution), so the vector loops are written out rather than left to
+  // the compiler, whose prologue and alias checks per row cost more than the row itself.
+  for (int64_t m = 0; m < rows; ++m) {
+    const int32_t* a = acc + m * N;
+    int64_t n = 0;
+#if defined(__AVX512F__)
+    {
+      const __m512 vinv = _mm512_set1_ps(inv_out), vzp = _mm512_set1_ps(zp_out);
+      const __m512 vmin = _mm512_set1_ps(qmin), vmax = _mm512_set1_ps(qmax), vs = _mm512_set1_ps(out_scale);
+      // Masked (all-lanes) forms: the plain ones trip GCC 12's false -Wmaybe-uninitialized.
+      constexpr __mmask16 all = 0xFFFF;
+      for (; n + 16 <= N; n += 16) {
+        const __m512i d = _mm512_sub_epi32(_mm512_loadu_si512(a + n), _mm512_loadu_si512(corr + n));
+        __m512 v = _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all, d), _mm512_loadu_ps(scale + n));
+        if (bias != nullptr) v = _mm512_add_ps(v, _mm512_loadu_ps(bias + n));
+        v = _mm512_maskz_roundscale_ps(all, _mm512_mul_ps(v, vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        v = _mm512_maskz_min_ps(all, _mm512_maskz_max_ps(all, _mm512_add_ps(v, vzp), vmin), vmax);
+        if (codes != nullptr) {
+          _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + m * N + n),
+                           _mm512_maskz_cvtusepi32_epi8(all, _mm512_maskz_cvtps_epi32(all, v)));
+        } else {
+          _mm512_storeu_ps(values + m * N + n, _mm512_mul_ps(_mm512_sub_ps(v, vzp), vs));
+        }
+      }
+    }
+#endif
+#if defined(__AVX2__)
+    {
+      const __m256 vinv = _mm256_set1_ps(inv_out), vzp = _mm256_set1_ps(zp_out);
+      const __m256 vmin = _mm256_set1_ps(qmin), vmax = _mm256_set1_ps(qmax), vs = _mm256_set1_ps(out_scale);
+      for (; n + 8 <= N; n += 8) {
+        const __m256i d = _mm256_sub_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a + n)),
+                                           _mm256_loadu_si256(reinterpret_cast<const __m256i*>(corr + n)));
+        __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(d), _mm256_loadu_ps(scale + n));
+        if (bias != nullptr) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + n));
+        v = _mm256_round_ps(_mm256_mul_ps(v, vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        v = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(v, vzp), vmin), vmax);
+        if (codes != nullptr) {
+          const __m256i q = _mm256_cvtps_epi32(v);
+          const __m128i w = _mm_packus_epi32(_mm256_castsi256_si128(q), _mm256_extracti128_si256(q, 1));
+          _mm_storel_epi64(reinterpret_cast<__m128i*>(codes + m * N + n), _mm_packus_epi16(w, w));
+        } else {
+          _mm256_storeu_ps(values + m * N + n, _mm256_mul_ps(_mm256_sub_ps(v, vzp), vs));
+        }
+      }
+    }
+#endif
+    for (; n < N; ++n) {
+      float v = static_cast<float>(a[n] - corr[n]) * scale[n];
+      if (bias != nullptr) v = v + bias[n];
+      const float r = std::nearbyint(v * inv_out) + zp_out;
+      const float lo = r >= qmin ? r : qmin;
+      const float c = lo <= qmax ? lo : qmax;
+      if (codes != nullptr) {
+        codes[m * N + n] = static_cast<uint8_t>(static_cast<int32_t>(c));
+      } else {
+        values[m * N + n] = (c - zp_out) * out_scale;
+      }
+    }
+  }
+}
+
 void qgemv_u8s8s32(int64_t M, int64_t n0, int64_t n1, int64_t N, int64_t K, const uint8_t* a, const int8_t* b,
                    int32_t* c) {
   int64_t n = n0;
