@@ -297,12 +297,37 @@ TEST(AnomalyMode, LogOfNegativeThenSum) {
   set_warning_handler(old);
   EXPECT_NE(msg.find("'MulBackward0' returned nan values"), std::string::npos) << msg;
   EXPECT_NE(msg.find("sequence number"), std::string::npos) << msg;
-  // The NonFiniteLoss guard warned first, naming the forward op that made the NaN.
-  ASSERT_EQ(warnings.size(), 1u);
+  // The NonFiniteLoss guard warned first, naming the forward op that made the NaN; then anomaly
+  // mode named the forward call of the node whose backward failed.
+  ASSERT_EQ(warnings.size(), 2u);
   EXPECT_NE(warnings[0].find("[backward] the loss is nan at step 0"), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find("first non-finite forward value come from 'log' (backward node LogBackward0)"),
             std::string::npos)
       << warnings[0];
+  EXPECT_NE(warnings[1].find("Error detected in MulBackward0. Traceback of forward call that caused the error"),
+            std::string::npos)
+      << warnings[1];
+}
+
+TEST(AnomalyMode, DoubleBackwardNamesTheNodeWhoseBackwardMadeTheFailingOne) {
+  // d/dx x^1.5 = 1.5 x^0.5 is made by PowBackward0's backward; its own backward at 0 gives
+  // 0.75 * 0^-0.5 * 0 = nan. Anomaly mode names both forward calls.
+  std::vector<std::string> warnings;
+  WarningHandler old = set_warning_handler([&](const std::string& m) { warnings.push_back(m); });
+  autograd::set_detect_anomaly(true);
+  Tensor x = tensor({0.0}, kFloat64).requires_grad_();
+  Tensor y = x.pow(1.5);
+  Tensor gx = autograd::grad({y}, {x}, {}, true, true)[0];
+  const std::string msg = ErrorOf([&] { autograd::grad({gx}, {x}, {tensor({0.0}, kFloat64)}); });
+  autograd::set_detect_anomaly(false);
+  set_warning_handler(old);
+  EXPECT_NE(msg.find("returned nan"), std::string::npos) << msg;
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[0].find("Traceback of forward call that caused the error"), std::string::npos) << warnings[0];
+  EXPECT_NE(warnings[1].find("Previous calculation was induced by PowBackward0. Traceback of forward call that "
+                             "induced the previous calculation"),
+            std::string::npos)
+      << warnings[1];
 }
 
 TEST(AutogradPrint, ShowsGradFnOrRequiresGrad) {

@@ -7,6 +7,7 @@
 #include <ember/torch.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -820,4 +821,59 @@ TEST(TorchCompat, CustomFunctionTensorListAndTrimmedInputGrads) {
   EXPECT_EQ(Watch::seen(), std::vector<int64_t>({10, 1, 11}));
 }
 
+}  // namespace
+
+namespace {
+struct CountElementsImpl : torch::nn::Module {
+  int64_t forward(torch::Tensor x) { return x.numel(); }
+};
+TORCH_MODULE(CountElements);
+
+TEST(TorchCompat, HolderCallsANonTensorForwardDirectly) {
+  CountElements m;
+  EXPECT_EQ(m(torch::ones(123)), 123);
+  torch::nn::Linear fc(2, 3);  // Tensor forward: still through operator() (hooks run)
+  int calls = 0;
+  fc->register_forward_hook([&](torch::nn::Module&, const std::vector<torch::Tensor>&,
+                                const std::vector<torch::Tensor>&) -> std::optional<std::vector<torch::Tensor>> {
+    ++calls;
+    return std::nullopt;
+  });
+  EXPECT_EQ(fc(torch::ones({1, 2})).sizes(), std::vector<int64_t>({1, 3}));
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(TorchCompat, ReshapeAliasUpsampleExactAndDetailAlphaDropout) {
+  // _reshape_alias is as_strided from the tensor's storage offset, and differentiable.
+  torch::manual_seed(0);
+  auto x = torch::randn({3, 3});
+  auto row = x.narrow(0, 1, 2);  // storage offset 3
+  auto a = torch::_reshape_alias(row, {2, 2}, {1, 2});
+  EXPECT_EQ(a.sizes(), std::vector<int64_t>({2, 2}));
+  EXPECT_EQ(a[1][0].item<float>(), x[1][1].item<float>());
+  EXPECT_EQ(a[0][1].item<float>(), x[1][2].item<float>());
+  auto y = torch::randn({3, 3}, torch::requires_grad(true));
+  torch::_reshape_alias(y * y, {9}, {1}).sum().backward();
+  EXPECT_TRUE(torch::allclose(y.grad(), 2 * y));
+  EXPECT_NE(error_of([&] { torch::_reshape_alias(x, {9}, {1, 1}); }).find("[_reshape_alias]"), std::string::npos);
+
+  // nearest-exact picks floor((j + 0.5) * in / out): 5 -> 3 columns reads 0, 2, 4 (nearest reads 0, 1, 3).
+  auto img = torch::arange(5, torch::kFloat).view({1, 1, 1, 5});
+  auto exact = at::native::_upsample_nearest_exact2d(img, std::vector<int64_t>{1, 3}, torch::nullopt);
+  EXPECT_TRUE(torch::equal(exact.view({3}), torch::tensor({0.f, 2.f, 4.f})));
+  namespace F = torch::nn::functional;
+  auto nearest = F::interpolate(img, F::InterpolateFuncOptions().size(std::vector<int64_t>{1, 3}));
+  EXPECT_TRUE(torch::equal(nearest.view({3}), torch::tensor({0.f, 1.f, 3.f})));
+  EXPECT_NE(error_of([&] { at::native::_upsample_nearest_exact2d(img.view({1, 5}), std::vector<int64_t>{3}, torch::nullopt); })
+                .find("4-D"),
+            std::string::npos);
+
+  // F::detail::alpha_dropout keeps mean and std, and is the identity when not training.
+  auto in = torch::randn(5000);
+  auto out = F::detail::alpha_dropout(in, 0.5, true, false);
+  EXPECT_TRUE(torch::allclose(in.mean(), out.mean(), 0.1, 0.1));
+  EXPECT_TRUE(torch::allclose(in.std(), out.std(), 0.1, 0.1));
+  EXPECT_TRUE(torch::equal(F::detail::alpha_dropout(in, 0.5, false, false), in));
+  EXPECT_FALSE(torch::equal(F::detail::feature_alpha_dropout(in.view({50, 100}), 0.5, true, false), in.view({50, 100})));
+}
 }  // namespace

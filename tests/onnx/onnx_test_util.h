@@ -6,6 +6,7 @@
 #include <ember/ember.h>
 #include <ember/onnx/export.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -25,7 +26,11 @@ inline onnx::ExportOptions Opset(int opset) {
   return o;
 }
 
-inline std::string TempPath(const std::string& name) { return ::testing::TempDir() + "/onnx_test_" + name; }
+// Per process: ctest runs test cases in parallel (and other checkouts may run theirs), and
+// cases reuse file names.
+inline std::string TempPath(const std::string& name) {
+  return ::testing::TempDir() + "/onnx_test_" + std::to_string(::getpid()) + "_" + name;
+}
 
 // A tensor as a .npy file (format 1.0: magic, header dict padded to 64 bytes).
 inline void WriteNpy(const std::string& path, const Tensor& t) {

@@ -172,6 +172,20 @@ TEST(NNExtraParity, ShapesAndPadding) {
          return TF::interpolate(v[0], TF::InterpolateFuncOptions().scale_factor(std::vector<double>{1.7}).mode(torch::kNearest));
        },
        {R({2, 3, 5})}},
+      {"interpolate nearest-exact size", [](const EV& v) {
+         return EF::interpolate(v[0], EF::InterpolateFuncOptions().size(std::vector<int64_t>{7, 3}).mode(ember::kNearestExact));
+       },
+       [](const TV& v) {
+         return TF::interpolate(v[0], TF::InterpolateFuncOptions().size(std::vector<int64_t>{7, 3}).mode(torch::kNearestExact));
+       },
+       {RT({2, 3, 4, 5})}},
+      {"interpolate nearest-exact scale", [](const EV& v) {
+         return EF::interpolate(v[0], EF::InterpolateFuncOptions().scale_factor(std::vector<double>{1.7}).mode(ember::kNearestExact));
+       },
+       [](const TV& v) {
+         return TF::interpolate(v[0], TF::InterpolateFuncOptions().scale_factor(std::vector<double>{1.7}).mode(torch::kNearestExact));
+       },
+       {R({2, 3, 5})}},
       {"affine_grid", [](const EV& v) { return EF::affine_grid(v[0], {2, 3, 4, 5}); },
        [](const TV& v) { return TF::affine_grid(v[0], {2, 3, 4, 5}); }, {R({2, 2, 3})}},
   });

@@ -103,6 +103,20 @@ class GraphTask;
 // The graph task whose node this thread is running (null outside backward); nested
 // (reentrant) backward calls save and restore it.
 thread_local const GraphTask* tl_running_task = nullptr;
+// The node whose backward this thread is running (anomaly mode records it as the parent of
+// nodes made meanwhile).
+thread_local const Node* tl_running_node = nullptr;
+
+// Anomaly mode: names the forward call of a node whose backward failed, then those of the
+// nodes whose backward made it (as PyTorch's warnings), before the error goes on.
+void warn_anomaly_traces(const Node& node) {
+  warn("[autograd] Error detected in " + node.name() + ". Traceback of forward call that caused the error:\n" +
+       node.forward_trace());
+  for (const AnomalyRecord* r = node.anomaly_record(); r != nullptr && r->parent; r = r->parent.get()) {
+    warn("[autograd] Previous calculation was induced by " + r->parent_name +
+         ". Traceback of forward call that induced the previous calculation:\n" + r->parent->trace);
+  }
+}
 
 class GraphTask {
  public:
@@ -247,6 +261,19 @@ class GraphTask {
   }
 
   variable_list call(Node* node, bool accumulate, variable_list&& inputs) {
+    if (AnomalyMode::is_enabled() && !node->forward_trace().empty()) {
+      try {
+        return call_checked(node, accumulate, std::move(inputs));
+      } catch (const std::exception&) {
+        warn_anomaly_traces(*node);
+        throw;
+      }
+    }
+    return call_checked(node, accumulate, std::move(inputs));
+  }
+
+  // Runs node's backward and checks what it returned.
+  variable_list call_checked(Node* node, bool accumulate, variable_list&& inputs) {
     variable_list outputs;
     std::optional<profiler::RecordFunction> record;  // the backward node, in a profile
     if (profiler::is_enabled()) record.emplace(node->name(), profiler::EventKind::Backward);
@@ -254,22 +281,15 @@ class GraphTask {
       AutoGradMode mode(create_graph_);
       struct RunningTask {
         const GraphTask* saved;
-        explicit RunningTask(const GraphTask* t) : saved(std::exchange(tl_running_task, t)) {}
-        ~RunningTask() { tl_running_task = saved; }
-      } running(this);
-      if (AnomalyMode::is_enabled() && !node->forward_trace().empty()) {
-        // Anomaly mode names the forward call of a node whose backward fails (as PyTorch's
-        // "Error detected in ..." warning), then lets the error through.
-        try {
-          outputs = node->apply(std::move(inputs));
-        } catch (const std::exception&) {
-          warn("[autograd] Error detected in " + node->name() +
-               ". Traceback of forward call that caused the error:\n" + node->forward_trace());
-          throw;
+        const Node* saved_node;
+        RunningTask(const GraphTask* t, const Node* n)
+            : saved(std::exchange(tl_running_task, t)), saved_node(std::exchange(tl_running_node, n)) {}
+        ~RunningTask() {
+          tl_running_task = saved;
+          tl_running_node = saved_node;
         }
-      } else {
-        outputs = node->apply(std::move(inputs));
-      }
+      } running(this, node);
+      outputs = node->apply(std::move(inputs));
     }
     if (!keep_graph_) node->release_variables();
     if (accumulate) return outputs;
@@ -472,8 +492,8 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs, co
   std::vector<std::shared_ptr<Node>> keep;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& in = inputs[i];
-    EMBER_CHECK(in.defined() && in.requires_grad(), "[grad] One of the differentiated Tensors (input ", i,
-                ") does not require grad");
+    EMBER_CHECK(in.defined() && in.requires_grad(), "[grad] One of the differentiated Tensors does not require grad (input ",
+                i, "); call requires_grad_() on it before the forward, or leave it out of inputs");
     Edge e = gradient_edge(in);
     keep.push_back(e.function);
     captures[e.function.get()].push_back({e.input_nr, i});
@@ -495,6 +515,8 @@ variable_list grad(const variable_list& outputs, const variable_list& inputs, co
 }
 
 namespace detail {
+const Node* running_node() { return tl_running_node; }
+
 // Used by AutogradContext::needs_input_grad (custom_function.cpp): whether the running
 // backward uses the gradient along e (grad() of some inputs trims the others).
 bool running_backward_needs(const Edge& e) {

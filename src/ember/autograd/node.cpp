@@ -16,6 +16,21 @@ std::atomic<int> g_hook_id{0};
 
 Node::Node() : sequence_nr_(t_sequence_nr++) {}
 
+const std::string& Node::forward_trace() const {
+  static const std::string none;
+  return anomaly_ ? anomaly_->trace : none;
+}
+
+void Node::set_forward_trace(std::string trace, const Node* parent) {
+  auto record = std::make_shared<AnomalyRecord>();
+  record->trace = std::move(trace);
+  if (parent != nullptr && parent->anomaly_) {
+    record->parent_name = parent->name();
+    record->parent = parent->anomaly_;
+  }
+  anomaly_ = std::move(record);
+}
+
 namespace detail {
 // The engine's reentrant backward on a new thread continues this thread's numbering
 // (Note [Deep reentrant backward], engine.cpp).

@@ -35,6 +35,15 @@ struct OutputMeta {
   DType dtype = kFloat32;
 };
 
+// Anomaly mode's record of where a node was made: the forward call's stack trace and, for a
+// node made while another node's backward ran (a recorded backward, create_graph), that
+// node's name and record (the "previous calculation" that induced this one).
+struct AnomalyRecord {
+  std::string trace;
+  std::string parent_name;
+  std::shared_ptr<const AnomalyRecord> parent;
+};
+
 // A gradient hook: returns a replacement gradient, or an undefined tensor to keep it.
 using GradHook = std::function<Tensor(const Tensor&)>;
 
@@ -78,8 +87,10 @@ class Node : public std::enable_shared_from_this<Node> {
   void run_pre_hooks(variable_list& grads);
 
   // Anomaly mode: the forward op's stack trace, captured when the node was created.
-  const std::string& forward_trace() const { return forward_trace_; }
-  void set_forward_trace(std::string trace) { forward_trace_ = std::move(trace); }
+  const std::string& forward_trace() const;
+  const AnomalyRecord* anomaly_record() const { return anomaly_.get(); }
+  // parent: the node whose backward is running while this one is made (null in a forward).
+  void set_forward_trace(std::string trace, const Node* parent = nullptr);
 
  protected:
   std::vector<Edge> next_edges_;
@@ -93,7 +104,7 @@ class Node : public std::enable_shared_from_this<Node> {
   };
   uint64_t sequence_nr_;
   std::vector<PreHook> pre_hooks_;
-  std::string forward_trace_;
+  std::shared_ptr<const AnomalyRecord> anomaly_;
 };
 
 // A tensor kept for backward, with the version it had when saved so that a later

@@ -281,6 +281,10 @@ void rebase_history(const Tensor& self, const std::shared_ptr<Node>& node) {
   move_retained_grad(self, old_fn);
 }
 
+namespace detail {
+const Node* running_node();  // engine.cpp
+}  // namespace detail
+
 void maybe_record_anomaly(Node& node) {
   if (!AnomalyMode::is_enabled()) return;
   void* frames[32];
@@ -301,7 +305,7 @@ void maybe_record_anomaly(Node& node) {
     trace += "  " + line + "\n";
   }
   std::free(symbols);
-  node.set_forward_trace(std::move(trace));
+  node.set_forward_trace(std::move(trace), detail::running_node());
 }
 
 Tensor sum_to(const Tensor& grad, IntArrayRef sizes) {

@@ -78,7 +78,26 @@ Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b) {
   return out.copy_(result);
 }
 
+Tensor _reshape_alias(const Tensor& self, IntArrayRef size, IntArrayRef stride) {
+  EMBER_CHECK(size.size() == stride.size(), "[_reshape_alias] sizes ", size, " and strides ", stride,
+              " must have the same length");
+  return self.as_strided(size, stride, self.storage_offset());
+}
+
 namespace native {
+Tensor _upsample_nearest_exact2d(const Tensor& input, std::optional<std::vector<int64_t>> output_size,
+                                 std::optional<std::vector<double>> scale_factors) {
+  EMBER_CHECK(input.dim() == 4, "[_upsample_nearest_exact2d] expected a 4-D [N, C, H, W] input, got ",
+              input.sizes());
+  EMBER_CHECK(output_size.has_value() != scale_factors.has_value(),
+              "[_upsample_nearest_exact2d] give exactly one of output_size and scale_factors");
+  F::InterpolateFuncOptions o;
+  o.mode("nearest-exact");
+  if (output_size) o.size(*output_size);
+  if (scale_factors) o.scale_factor(*scale_factors);
+  return F::interpolate(input, o);
+}
+
 bool is_nonzero(const Tensor& t) {
   EMBER_CHECK(t.numel() == 1, "[is_nonzero] expected a tensor with one element, got ", t.numel(),
               " elements; reduce it first (e.g. .any() or .sum())");

@@ -45,12 +45,19 @@ Tensor clone(const Tensor& self);
 Tensor index(const Tensor& self, const std::vector<Tensor>& indices);
 Tensor& index_put_(const Tensor& self, const std::vector<Tensor>& indices, const Tensor& values,
                    bool accumulate = false);
+// A view with the given sizes and strides over self's storage (from its storage offset), as
+// libtorch's private at::_reshape_alias; differentiable like as_strided.
+Tensor _reshape_alias(const Tensor& self, IntArrayRef size, IntArrayRef stride);
 // out = a * b, written into out (resized when its shape differs).
 Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b);
 
 namespace native {
 // True when the one-element tensor is not zero (at::native::is_nonzero).
 bool is_nonzero(const Tensor& t);
+// F::interpolate(input, mode kNearestExact) for a 4-D input, given output sizes or scale factors
+// (exactly one of them), as at::native::_upsample_nearest_exact2d.
+Tensor _upsample_nearest_exact2d(const Tensor& input, std::optional<std::vector<int64_t>> output_size,
+                                 std::optional<std::vector<double>> scale_factors);
 }  // namespace native
 
 }  // namespace ember::aten

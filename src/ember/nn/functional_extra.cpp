@@ -629,8 +629,9 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& o) {
   const std::string& mode = o.mode();
   const bool linear = mode == "linear" || mode == "bilinear" || mode == "trilinear";
   const bool cubic = mode == "bicubic";
-  EMBER_CHECK(linear || cubic || mode == "nearest", "[interpolate] mode '", mode,
-              "' is not supported; use nearest, linear, bilinear, bicubic or trilinear");
+  const bool exact = mode == "nearest-exact";
+  EMBER_CHECK(linear || cubic || exact || mode == "nearest", "[interpolate] mode '", mode,
+              "' is not supported; use nearest, nearest-exact, linear, bilinear, bicubic or trilinear");
   EMBER_CHECK(!o.align_corners() || linear || cubic,
               "[interpolate] align_corners option can only be set with the interpolating modes: linear | bilinear | "
               "bicubic | trilinear");
@@ -700,7 +701,10 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& o) {
     if (!linear) {
       std::vector<int64_t> idx(static_cast<size_t>(out));
       for (int64_t j = 0; j < out; ++j) {
-        idx[static_cast<size_t>(j)] = std::min<int64_t>(static_cast<int64_t>(std::floor(static_cast<double>(j) * scale)), in - 1);
+        // nearest takes floor(j * scale); nearest-exact the source pixel whose centre is
+        // nearest to the output pixel's, floor((j + 0.5) * scale).
+        const double src = (static_cast<double>(j) + (exact ? 0.5 : 0.0)) * scale;
+        idx[static_cast<size_t>(j)] = std::min<int64_t>(static_cast<int64_t>(std::floor(src)), in - 1);
       }
       x = x.index_select(dim, tensor(idx));
       continue;
@@ -864,7 +868,8 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleFunc
 Tensor affine_grid(const Tensor& theta, IntArrayRef size, bool align_corners) {
   OpScope scope("affine_grid");
   const bool two = size.size() == 4;
-  EMBER_CHECK(two || size.size() == 5, "[affine_grid] size must be [N, C, H, W] or [N, C, D, H, W], got ", size);
+  EMBER_CHECK(two || size.size() == 5, "[affine_grid] affine_grid only supports 4D and 5D sizes, for 2D and 3D affine "
+              "transforms, respectively. Got size ", size, " (give [N, C, H, W] or [N, C, D, H, W])");
   EMBER_CHECK(std::all_of(size.begin(), size.end(), [](int64_t s) { return s > 0; }),
               "[affine_grid] Expected non-zero, positive output size. Got ", size);
   const int64_t N = size[0];
@@ -1050,6 +1055,14 @@ Tensor alpha_dropout(const Tensor& input, const AlphaDropoutFuncOptions& o) {
 Tensor feature_alpha_dropout(const Tensor& input, const FeatureAlphaDropoutFuncOptions& o) {
   return alpha_dropout_impl(input, o.p(), o.training(), o.inplace(), true, "feature_alpha_dropout");
 }
+namespace detail {
+Tensor alpha_dropout(const Tensor& input, double p, bool training, bool inplace) {
+  return alpha_dropout_impl(input, p, training, inplace, false, "alpha_dropout");
+}
+Tensor feature_alpha_dropout(const Tensor& input, double p, bool training, bool inplace) {
+  return alpha_dropout_impl(input, p, training, inplace, true, "feature_alpha_dropout");
+}
+}  // namespace detail
 
 // ---- normalisation, embedding ----
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,

@@ -351,6 +351,11 @@ Tensor dropout2d(const Tensor& input, const Dropout2dFuncOptions& options = {});
 Tensor dropout3d(const Tensor& input, const Dropout3dFuncOptions& options = {});
 Tensor alpha_dropout(const Tensor& input, const AlphaDropoutFuncOptions& options = {});
 Tensor feature_alpha_dropout(const Tensor& input, const FeatureAlphaDropoutFuncOptions& options = {});
+// libtorch's positional forms (F::detail::alpha_dropout(input, p, training, inplace)).
+namespace detail {
+Tensor alpha_dropout(const Tensor& input, double p, bool training, bool inplace);
+Tensor feature_alpha_dropout(const Tensor& input, double p, bool training, bool inplace);
+}  // namespace detail
 
 // ---- normalisation, embedding ----
 Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var,

@@ -310,9 +310,16 @@ class ModuleHolder {
   bool is_empty() const { return impl_ == nullptr; }
   explicit operator bool() const { return impl_ != nullptr; }
 
+  // Calls the module's operator() (which runs hooks); a module whose forward returns
+  // something other than a Tensor and that declares no operator() of its own is called
+  // through forward directly, as libtorch's holders do (`int64_t forward(Tensor)`).
   template <typename... Args>
-  auto operator()(Args&&... args) const {
-    return (*get())(std::forward<Args>(args)...);
+  decltype(auto) operator()(Args&&... args) const {
+    if constexpr (forward_bypasses_call<Args...>(0)) {
+      return get()->forward(std::forward<Args>(args)...);
+    } else {
+      return (*get())(std::forward<Args>(args)...);
+    }
   }
   // Indexing forwards to the module (Sequential, ModuleList, ModuleDict).
   template <typename Arg>
@@ -321,6 +328,23 @@ class ModuleHolder {
   }
 
  private:
+  template <typename... Args>
+  static constexpr auto forward_bypasses_call(int)
+      -> decltype(std::declval<Impl&>().forward(std::declval<Args>()...), bool()) {
+    using R = decltype(std::declval<Impl&>().forward(std::declval<Args>()...));
+    if constexpr (std::is_same_v<std::decay_t<R>, Tensor>) {
+      return false;
+    } else if constexpr (std::is_invocable_v<Impl&, Args...>) {
+      return std::is_same_v<std::decay_t<std::invoke_result_t<Impl&, Args...>>, Tensor>;
+    } else {
+      return true;
+    }
+  }
+  template <typename... Args>
+  static constexpr bool forward_bypasses_call(...) {
+    return false;
+  }
+
   std::shared_ptr<Impl> impl_;
 };
 

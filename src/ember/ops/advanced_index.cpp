@@ -28,6 +28,7 @@
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
 #include "ember/core/parallel.h"
+#include "ember/core/warning.h"
 #include "ember/kernels/cpu/dispatch.h"
 #include "ember/kernels/cpu/iter.h"
 #include "ember/kernels/cpu/kernels.h"
@@ -301,6 +302,10 @@ IndexPlan make_plan(const Tensor& self, const std::vector<Tensor>& indices, cons
       continue;
     }
     const DType dt = e.dtype();
+    if (dt == kUInt8) {
+      warn(std::string("[") + op + "] indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+           "torch.bool instead.");
+    }
     if (dt == kBool || dt == kUInt8) {
       if (e.dim() == 0) {
         // x[True] adds a size-1 dim and takes all of it, x[False] takes none of it.
