@@ -7,8 +7,9 @@ tools/ember-run; rounds alternate between the sides and the best round counts.
     python3 bench/distributed.py --build build [--ranks 2] [--rounds 3] [--max-bytes N]
                                  [--only allreduce|ddp] [--batch B] [--steps N]
 
-Prints, per size, microseconds per call and the algorithm bandwidth (bytes / time) of
-each side, and ember's ratio to torch (> 1: ember is faster). Then the DDP step: the main
+Prints, per size, microseconds per call of each side (ember, ember without the fingerprint
+checks, ember without the sync lane of Note [Sync lane], torch) and torch's time over
+ember's (> 1: ember is faster). Then the DDP step: the main
 job's MLP and CNN trained with SGD on B random images per rank, on `ranks` processes with
 DDP and on one process without it (the same per-rank work, one thread per process), ember
 against torch DDP; the overhead is the DDP step minus the single-process step."""
@@ -20,8 +21,9 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run(cmd):
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+def run(cmd, env=None):
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ, **env) if env else None)
     if out.returncode != 0:
         sys.exit(f"failed: {' '.join(cmd)}\n{out.stdout}\n{out.stderr}")
     res = {}
@@ -94,27 +96,26 @@ def main():
 def allreduce_bench(a, launcher, ember_bin):
     base = [launcher, "--standalone", "--nproc-per-node", str(a.ranks)]
     extra = ["--max-bytes", str(a.max_bytes)]
+    # ember_nolane: EMBER_DISTRIBUTED_SYNC_LANE=0, Gloo's event-loop path for every size (the
+    # path before Note [Sync lane]), for a before/after comparison in one run.
     sides = {
-        "ember": base + [ember_bin] + extra,
-        "ember_nocheck": base + [ember_bin, "--no-checks"] + extra,
-        "torch": base + ["/usr/bin/python3", os.path.join(HERE, "distributed_torch.py")] + extra,
+        "ember": (base + [ember_bin] + extra, None),
+        "ember_nocheck": (base + [ember_bin, "--no-checks"] + extra, None),
+        "ember_nolane": (base + [ember_bin] + extra, {"EMBER_DISTRIBUTED_SYNC_LANE": "0"}),
+        "torch": (base + ["/usr/bin/python3", os.path.join(HERE, "distributed_torch.py")] + extra, None),
     }
     best = {k: {} for k in sides}
     for _ in range(a.rounds):
-        for name, cmd in sides.items():
-            for size, t in run(cmd).items():
+        for name, (cmd, env) in sides.items():
+            for size, t in run(cmd, env).items():
                 best[name][size] = min(best[name].get(size, float("inf")), t)
-    print(f"all_reduce float32, {a.ranks} ranks on one machine (loopback), best of {a.rounds} rounds")
-    print(f"{'size':>9} | {'ember us':>10} {'MB/s':>8} | {'no-check us':>11} {'MB/s':>8} | "
-          f"{'torch us':>10} {'MB/s':>8} | ember/torch")
+    print(f"all_reduce float32, {a.ranks} ranks on one machine (loopback), best of {a.rounds} rounds, "
+          f"microseconds per call; nolane: EMBER_DISTRIBUTED_SYNC_LANE=0")
+    print(f"{'size':>9} | {'ember':>10} {'no-check':>10} {'nolane':>10} | {'torch':>10} | ember/torch speed")
     for size in sorted(best["torch"]):
-        row = []
-        for name in ("ember", "ember_nocheck", "torch"):
-            t = best[name][size]
-            row += [t * 1e6, size / t / 1e6]
+        t = [best[name][size] * 1e6 for name in ("ember", "ember_nocheck", "ember_nolane", "torch")]
         label = f"{size // 1024} KB" if size < (1 << 20) else f"{size >> 20} MB"
-        print(f"{label:>9} | {row[0]:10.1f} {row[1]:8.1f} | {row[2]:11.1f} {row[3]:8.1f} | "
-              f"{row[4]:10.1f} {row[5]:8.1f} | {row[1] / row[5]:.2f}x")
+        print(f"{label:>9} | {t[0]:10.1f} {t[1]:10.1f} {t[2]:10.1f} | {t[3]:10.1f} | {t[3] / t[0]:.2f}x")
 
 
 if __name__ == "__main__":

@@ -76,5 +76,6 @@ void init_interop(py::module_& m);
 void init_nn_modules(py::module_& m);
 void init_guards(py::module_& m);
 void init_amp(py::module_& m);
+void init_distributed(py::module_& m);
 
 }  // namespace ember::python

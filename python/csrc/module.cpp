@@ -185,6 +185,7 @@ PYBIND11_MODULE(_C, m) {
   init_nn_modules(m);
   init_guards(m);
   init_amp(m);
+  init_distributed(m);
   // ember::warn (a guard, a recompiling graph, ...) becomes a Python UserWarning, so
   // `warnings` filters, pytest and logging see it; it may come from a thread without the GIL.
   ember::set_warning_handler([](const std::string& message) {

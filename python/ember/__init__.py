@@ -438,3 +438,4 @@ from . import guards  # noqa: E402,F401
 from . import nn  # noqa: E402
 from . import optim  # noqa: E402
 from . import utils  # noqa: E402
+from . import distributed  # noqa: E402,F401

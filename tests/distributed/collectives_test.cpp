@@ -493,6 +493,48 @@ DIST_SCENARIO(argument_errors) {
   return errors == 7 ? 0 : 1;
 }
 
+// Note [Sync lane]: sizes on both sides of the lane's 256 KB limit, more distinct sizes than
+// its cache holds (so entries are evicted and rebuilt), in two passes, with and without the
+// fingerprint checks (the test runs it both ways); every result checked exactly.
+DIST_SCENARIO(lane_sizes) {
+  dist::init_process_group({.timeout = std::chrono::seconds(20)});
+  const int rank = dist::get_rank(), world = dist::get_world_size();
+  const std::vector<int64_t> sizes = {1, 3, 256, 257, 1000, 4096, 16384, 65535, 65536, 65537, 100000};
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int64_t n : sizes) {
+      for (ember::DType dt : {ember::kFloat32, ember::kFloat64}) {
+        const std::string what = "n=" + std::to_string(n) + " pass " + std::to_string(pass);
+        Tensor t = make(rank, {n}, dt, pass);
+        dist::all_reduce(t);
+        std::vector<double> want(static_cast<size_t>(n), 0.0);
+        for (int r = 0; r < world; ++r) {
+          auto v = values(r, n, pass);
+          for (size_t i = 0; i < want.size(); ++i) want[i] += v[i];
+        }
+        expect_equal(t, want, "all_reduce " + what);
+        Tensor m = make(rank, {n}, dt, pass);
+        dist::all_reduce(m, dist::ReduceOp::MAX);
+        std::vector<double> wmax = values(0, n, pass);
+        for (int r = 1; r < world; ++r) {
+          auto v = values(r, n, pass);
+          for (size_t i = 0; i < wmax.size(); ++i) wmax[i] = std::max(wmax[i], v[i]);
+        }
+        expect_equal(m, wmax, "all_reduce MAX " + what);
+        Tensor b = make(rank, {n}, dt, pass);
+        dist::broadcast(b, world - 1);
+        expect_equal(b, values(world - 1, n, pass), "broadcast " + what);
+      }
+      std::vector<Tensor> gathered;
+      for (int r = 0; r < world; ++r) gathered.push_back(ember::zeros({n}));
+      dist::all_gather(gathered, make(rank, {n}, ember::kFloat32, pass));
+      for (int r = 0; r < world; ++r) expect_equal(gathered[static_cast<size_t>(r)], values(r, n, pass), "all_gather");
+    }
+    dist::barrier();
+  }
+  dist::destroy_process_group();
+  return 0;
+}
+
 }  // namespace collectives_test
 
 using dist_test::run_ranks;
@@ -590,4 +632,11 @@ TEST(DistributedCollectives, UnevenAllToAllSplitsMustAgree) {
                              "expects 1 from it"),
               std::string::npos)
         << r.dump();
+}
+
+TEST(DistributedCollectives, SyncLaneSizesThreeRanks) {
+  auto r = run_ranks("lane_sizes", 3, 120);
+  ASSERT_TRUE(r.all_ok()) << r.dump();
+  auto unchecked = run_ranks("lane_sizes", 3, 120, {"EMBER_DISTRIBUTED_CHECKS=0"});
+  ASSERT_TRUE(unchecked.all_ok()) << unchecked.dump();
 }

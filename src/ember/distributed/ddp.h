@@ -8,7 +8,7 @@
 //   loss.backward();                                            // gradients averaged here
 //   opt.step();
 //
-// Note [DDP buckets]: gradients are reduced in buckets: parameters in reverse
+// Note [DDP buckets] (implemented by distributed::Reducer, reducer.h): gradients are reduced in buckets: parameters in reverse
 // registration order (roughly the order backward produces their gradients), the first
 // bucket closed at first_bucket_mb (1 MiB), the next ones at bucket_cap_mb (25 MiB), one
 // dtype per bucket. A post-accumulate-grad hook on each parameter copies its gradient
@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "ember/distributed/process_group.h"
+#include "ember/distributed/reducer.h"
 #include "ember/nn/module.h"
 
 namespace ember::nn::parallel {
@@ -95,51 +96,19 @@ class DistributedDataParallelImpl : public Module {
   void finish_gradient_sync();
 
   // The parameter names of each bucket, bucket 0 first (reduced first).
-  std::vector<std::vector<std::string>> bucket_names() const;
+  std::vector<std::vector<std::string>> bucket_names() const { return reducer_->bucket_names(); }
   // Whether the buckets were rebuilt from the observed gradient order (Note [Bucket rebuild]).
-  bool buckets_rebuilt() const { return rebuilt_; }
+  bool buckets_rebuilt() const { return reducer_->buckets_rebuilt(); }
   const distributed::ProcessGroupPtr& process_group() const { return group_; }
   const DDPOptions& options() const { return options_; }
 
  private:
-  struct Bucket {
-    std::vector<size_t> params;    // indices into params_
-    std::vector<int64_t> offsets;  // element offset of each in flat
-    Tensor flat;
-    size_t pending = 0;  // parameters not ready yet this iteration
-    distributed::WorkPtr work;
-  };
-
-  // Buckets over the parameters in `order` (indices into params_), filled in that order.
-  void build_buckets(const std::vector<size_t>& order);
-  void maybe_rebuild_buckets();
-  void reset_iteration();
-  void on_grad_ready(size_t index);
-  void mark_ready(size_t index, bool has_grad);
-  void launch_ready_buckets();
-  void finalize();
-
   std::shared_ptr<Module> module_;
   DDPOptions options_;
   distributed::ProcessGroupPtr group_;
-  std::vector<std::string> names_;
-  std::vector<Tensor> params_;
-  std::vector<size_t> bucket_of_;  // param index -> bucket
-  std::vector<size_t> slot_of_;    // param index -> position in its bucket
-  std::vector<Bucket> buckets_;
-  std::vector<RemovableHandle> hooks_;
   std::vector<Tensor> buffers_;
-
-  bool require_sync_ = true;        // no_sync() clears it
-  bool sync_this_backward_ = true;  // require_sync_ as of the last forward
-  std::vector<uint8_t> ready_;
-  std::vector<uint8_t> used_;  // got a gradient this iteration
-  size_t ready_count_ = 0;
-  size_t next_launch_ = 0;
-  bool in_progress_ = false;         // some parameter is ready, the iteration is not finished
-  std::vector<uint8_t> unused_;      // find_unused_parameters: unreached by the last forward
-  std::vector<size_t> ready_order_;  // the first synchronized backward's gradient order
-  bool rebuilt_ = false;
+  std::unique_ptr<distributed::Reducer> reducer_;
+  bool require_sync_ = true;  // no_sync() clears it
 };
 EMBER_MODULE(DistributedDataParallel);
 

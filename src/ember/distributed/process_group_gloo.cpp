@@ -42,6 +42,7 @@
 #include "ember/autograd/grad_mode.h"
 #include "ember/core/check.h"
 #include "ember/core/shape.h"
+#include "ember/distributed/gloo_sync_lane.h"
 #include "ember/distributed/process_group.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/join.h"
@@ -419,6 +420,7 @@ constexpr uint8_t kP2PSlotPrefix = 0x40;
 constexpr uint8_t kReduceScatterSlotPrefix = 0x41;
 // Payload bytes carried in every fingerprint record (Note [Fused small all-reduce]).
 constexpr size_t kInlinePayloadBytes = 1024;
+constexpr size_t kRecordBytes = sizeof(Fingerprint) + kInlinePayloadBytes;
 
 // A point-to-point operation, completed by wait().
 class P2PWork : public Work {
@@ -514,6 +516,10 @@ class ProcessGroupGloo final : public ProcessGroup {
       context_->setTimeout(options_.timeout);
       GlooStoreAdapter adapter(store_);
       context_->connectFullMesh(adapter, device_);
+      if (size > 1 && env_flag("EMBER_DISTRIBUTED_SYNC_LANE", true)) {
+        GlooStoreAdapter lane_store(std::make_shared<PrefixStore>("sync_lane", store_));
+        lane_ = std::make_unique<SyncLane>(lane_store, device_, rank, size, options_.timeout, kRecordBytes);
+      }
     } catch (const gloo::Exception& e) {
       EMBER_ERROR("[init_process_group] rank ", global_rank(rank), " could not connect to the other ", size - 1,
                   " rank", size == 2 ? "" : "s", " within ", options_.timeout.count(), " ms: ", e.what());
@@ -557,11 +563,7 @@ class ProcessGroupGloo final : public ProcessGroup {
         Buffer b = make_buffer(t, true);
         std::vector<uint8_t> all;
         exchange_fingerprints(task, tag, b.work.data_ptr(), b.nbytes(), &all);
-        const ReduceFn fn = reduce_fn(b.work.dtype(), op);
-        const size_t n = static_cast<size_t>(b.work.numel());
-        if (b.nbytes()) std::memcpy(b.bytes(), all.data(), b.nbytes());
-        for (int r = 1; r < size_; ++r)
-          fn(b.bytes(), b.bytes(), all.data() + static_cast<size_t>(r) * kInlinePayloadBytes, n);
+        reduce_copies(b, all.data(), kInlinePayloadBytes, op);
         if (op == ReduceOp::AVG) {
           NoGradGuard ng;
           b.work.div_(size_);
@@ -573,7 +575,11 @@ class ProcessGroupGloo final : public ProcessGroup {
         "all_reduce", fp,
         [this, t, op](uint32_t tag) mutable {
           Buffer b = make_buffer(t, true);
-          if (size_ > 1) {
+          if (size_ > 1 && lane_ && b.nbytes() > 0 && b.nbytes() <= SyncLane::kMaxBytes) {
+            // Note [Sync lane]: all-gather, then every rank reduces the copies in rank order.
+            const uint8_t* all = lane_->all_gather(b.bytes(), b.nbytes());
+            reduce_copies(b, all, b.nbytes(), op);
+          } else if (size_ > 1) {
             gloo::AllreduceOptions o(context_);
             set_output(o, b.work.data_ptr(), b.nbytes(), b.work.element_size());
             o.setReduceFunction(reduce_fn(b.work.dtype(), op));
@@ -596,7 +602,12 @@ class ProcessGroupGloo final : public ProcessGroup {
     Fingerprint fp = fingerprint(Coll::Broadcast, t, std::nullopt, root);
     return enqueue("broadcast", fp, [this, t, root](uint32_t tag) mutable {
       Buffer b = make_buffer(t, false, rank_ == root);
-      if (size_ > 1) {
+      if (size_ > 1 && lane_ && b.nbytes() > 0 && b.nbytes() <= SyncLane::kMaxBytes) {
+        // Note [Sync lane]: for small tensors an all-gather on the lane is faster than Gloo's
+        // broadcast; every rank keeps the root's copy.
+        const uint8_t* all = lane_->all_gather(b.bytes(), b.nbytes());
+        if (rank_ != root) std::memcpy(b.bytes(), all + static_cast<size_t>(root) * b.nbytes(), b.nbytes());
+      } else if (size_ > 1) {
         gloo::BroadcastOptions o(context_);
         set_output(o, b.work.data_ptr(), b.nbytes(), 1);
         o.setRoot(root);
@@ -862,6 +873,11 @@ class ProcessGroupGloo final : public ProcessGroup {
     fp.coll = static_cast<uint8_t>(Coll::Barrier);
     return enqueue("barrier", fp, [this](uint32_t tag) mutable {
       if (size_ == 1) return;
+      if (lane_) {
+        const uint8_t arrived = 1;
+        lane_->all_gather(&arrived, 1);  // no rank leaves an all-gather before every rank joined it
+        return;
+      }
       gloo::BarrierOptions o(context_);
       o.setTag(tag);
       o.setTimeout(options_.timeout);
@@ -1098,23 +1114,30 @@ class ProcessGroupGloo final : public ProcessGroup {
   // records and report the mismatch. all_payloads (if given) receives every rank's payload.
   void exchange_fingerprints(const Task& task, uint32_t tag, const void* payload = nullptr, size_t nbytes = 0,
                              std::vector<uint8_t>* all_payloads = nullptr) {
-    constexpr size_t kRecord = sizeof(Fingerprint) + kInlinePayloadBytes;
+    constexpr size_t kRecord = kRecordBytes;
     std::vector<uint8_t> mine(kRecord, 0);
     std::memcpy(mine.data(), &task.fp, sizeof(Fingerprint));
     if (nbytes) std::memcpy(mine.data() + sizeof(Fingerprint), payload, nbytes);
-    std::vector<uint8_t> records(kRecord * static_cast<size_t>(size_));
-    gloo::AllgatherOptions o(context_);
-    o.setInput<uint8_t>(mine.data(), kRecord);
-    o.setOutput<uint8_t>(records.data(), records.size());
-    o.setTag(tag);
-    o.setTimeout(options_.timeout);
-    gloo::allgather(o);
+    std::vector<uint8_t> gathered;
+    const uint8_t* records = nullptr;
+    if (lane_) {
+      records = lane_->all_gather(mine.data(), kRecord);  // Note [Sync lane]
+    } else {
+      gathered.resize(kRecord * static_cast<size_t>(size_));
+      gloo::AllgatherOptions o(context_);
+      o.setInput<uint8_t>(mine.data(), kRecord);
+      o.setOutput<uint8_t>(gathered.data(), gathered.size());
+      o.setTag(tag);
+      o.setTimeout(options_.timeout);
+      gloo::allgather(o);
+      records = gathered.data();
+    }
     std::vector<Fingerprint> all(static_cast<size_t>(size_));
-    for (size_t r = 0; r < all.size(); ++r) std::memcpy(&all[r], records.data() + r * kRecord, sizeof(Fingerprint));
+    for (size_t r = 0; r < all.size(); ++r) std::memcpy(&all[r], records + r * kRecord, sizeof(Fingerprint));
     if (all_payloads) {
       all_payloads->resize(all.size() * kInlinePayloadBytes);
       for (size_t r = 0; r < all.size(); ++r)
-        std::memcpy(all_payloads->data() + r * kInlinePayloadBytes, records.data() + r * kRecord + sizeof(Fingerprint),
+        std::memcpy(all_payloads->data() + r * kInlinePayloadBytes, records + r * kRecord + sizeof(Fingerprint),
                     kInlinePayloadBytes);
     }
     bool same = std::all_of(all.begin(), all.end(), [&](const Fingerprint& f) { return f == all[0]; });
@@ -1144,7 +1167,9 @@ class ProcessGroupGloo final : public ProcessGroup {
   // records), else the transport's own words.
   std::string diagnose(const Task& task, const std::string& what, const std::string& gloo_msg) {
     std::ostringstream os;
-    const bool timed_out = gloo_msg.find("imed out") != std::string::npos;
+    // "Timed out" from the event-loop path, "Read timeout" from the sync lane's sockets.
+    const bool timed_out =
+        gloo_msg.find("imed out") != std::string::npos || gloo_msg.find("timeout") != std::string::npos;
     os << "collective #" << task.fp.seq << " " << what
        << (timed_out ? " did not complete within " + std::to_string(options_.timeout.count()) + " ms" : " failed");
     std::vector<int> missing, arrived;
@@ -1182,6 +1207,16 @@ class ProcessGroupGloo final : public ProcessGroup {
     }
     os << ". Transport: " << gloo_msg << ". The process group is unusable now";
     return os.str();
+  }
+
+  // b.work = the reduction of the size_ copies at all[r * stride], in rank order (the same
+  // order on every rank, so that every rank gets the same bits).
+  void reduce_copies(Buffer& b, const uint8_t* all, size_t stride, ReduceOp op) const {
+    if (b.nbytes() == 0) return;
+    const ReduceFn fn = reduce_fn(b.work.dtype(), op);
+    const size_t n = static_cast<size_t>(b.work.numel());
+    std::memcpy(b.bytes(), all, b.nbytes());
+    for (int r = 1; r < size_; ++r) fn(b.bytes(), b.bytes(), all + static_cast<size_t>(r) * stride, n);
   }
 
   static DType reduce_type(DType t) { return (t == kFloat16 || t == kBFloat16) ? kFloat32 : t; }
@@ -1223,12 +1258,17 @@ class ProcessGroupGloo final : public ProcessGroup {
     std::vector<int64_t> mine(ins);
     mine.insert(mine.end(), outs.begin(), outs.end());
     std::vector<int64_t> all(mine.size() * static_cast<size_t>(size_));
-    gloo::AllgatherOptions o(context_);
-    o.setInput<int64_t>(mine.data(), mine.size());
-    o.setOutput<int64_t>(all.data(), all.size());
-    o.setTag(tag);
-    o.setTimeout(options_.timeout);
-    gloo::allgather(o);
+    if (lane_ && mine.size() * sizeof(int64_t) <= SyncLane::kMaxBytes) {
+      std::memcpy(all.data(), lane_->all_gather(mine.data(), mine.size() * sizeof(int64_t)),
+                  all.size() * sizeof(int64_t));
+    } else {
+      gloo::AllgatherOptions o(context_);
+      o.setInput<int64_t>(mine.data(), mine.size());
+      o.setOutput<int64_t>(all.data(), all.size());
+      o.setTag(tag);
+      o.setTimeout(options_.timeout);
+      gloo::allgather(o);
+    }
     const size_t w = static_cast<size_t>(size_);
     for (size_t r = 0; r < w; ++r) {
       for (size_t j = 0; j < w; ++j) {
@@ -1244,6 +1284,10 @@ class ProcessGroupGloo final : public ProcessGroup {
   void gather_all(const Tensor& in, const Tensor& out, uint32_t tag) {
     if (size_ == 1) {
       std::memcpy(out.data_ptr(), in.data_ptr(), in.nbytes());
+      return;
+    }
+    if (lane_ && in.nbytes() > 0 && in.nbytes() <= SyncLane::kMaxBytes) {
+      std::memcpy(out.data_ptr(), lane_->all_gather(in.data_ptr(), in.nbytes()), out.nbytes());
       return;
     }
     gloo::AllgatherOptions o(context_);
@@ -1270,6 +1314,7 @@ class ProcessGroupGloo final : public ProcessGroup {
   std::shared_ptr<Store> store_;
   std::shared_ptr<gloo::transport::Device> device_;
   std::shared_ptr<gloo::rendezvous::Context> context_;
+  std::unique_ptr<SyncLane> lane_;  // Note [Sync lane]; null for one rank or EMBER_DISTRIBUTED_SYNC_LANE=0
   std::thread worker_;
   // Note [Progress records]: which collective this rank has reached goes to the store as
   // "progress/<rank>" = "<seq>|<description>" for the timeout diagnosis. A write per

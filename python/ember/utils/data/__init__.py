@@ -152,6 +152,46 @@ class SubsetRandomSampler(Sampler):
         return len(self.indices)
 
 
+class DistributedSampler(Sampler):
+    """Rank `rank`'s share of a data set among `num_replicas` processes, with torch's
+    algorithm (ember::data::DistributedSampler underneath): a permutation drawn from
+    seed + epoch by ember's generator (when shuffle; so not torch's order, but the same
+    on every rank), padded by repeating indices from its start to a multiple of
+    num_replicas (or its tail dropped with drop_last), then every num_replicas-th index from
+    `rank`. num_replicas and rank default to the default process group's. Call set_epoch()
+    at the start of each epoch for a new shuffle (the same on every rank)."""
+
+    def __init__(self, dataset, num_replicas=None, rank=None, shuffle=True, seed=0, drop_last=False):
+        if num_replicas is None or rank is None:
+            from ... import distributed as dist
+            if not dist.is_available():
+                raise RuntimeError("Requires distributed package to be available")
+            if num_replicas is None:
+                num_replicas = dist.get_world_size()
+            if rank is None:
+                rank = dist.get_rank()
+        if rank >= num_replicas or rank < 0:
+            raise ValueError(f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}]")
+        self.dataset, self.num_replicas, self.rank = dataset, num_replicas, rank
+        self.shuffle, self.seed, self.drop_last, self.epoch = shuffle, seed, drop_last, 0
+        n = len(dataset)
+        if drop_last and n % num_replicas != 0:
+            self.num_samples = max(0, -(-(n - num_replicas) // num_replicas))
+        else:
+            self.num_samples = -(-n // num_replicas)
+        self.total_size = self.num_samples * num_replicas
+
+    def __iter__(self):
+        return iter(_C._distributed.distributed_sampler_indices(len(self.dataset), self.num_replicas, self.rank,
+                                                                 self.shuffle, self.seed, self.epoch, self.drop_last))
+
+    def __len__(self):
+        return self.num_samples
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+
 class BatchSampler(Sampler):
     def __init__(self, sampler, batch_size, drop_last):
         if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
