@@ -1,10 +1,10 @@
 // bench_quant: int8 quantization against float32 in ember, one mode per process (issue 15;
 // bench/quant.py runs it against bench/quant_torch.py, each library in its own process).
 //
-//   bench_quant --model mlp|cnn --batch N --mode fp32|int8|static [--reps N] [--threads 2]
+//   bench_quant --model mlp|cnn|resnet --batch N --mode fp32|int8|static [--reps N] [--threads 2]
 //
-// The model is built with manual_seed(0) (the MLP 784-512-256-10 and the Fashion-MNIST CNN
-// of examples/fashion_mnist, eval mode), the input drawn with manual_seed(1). int8 (dynamic):
+// The model is built with manual_seed(0) (the MLP 784-512-256-10, the Fashion-MNIST CNN and
+// the residual CNN of examples/fashion_mnist, eval mode), the input drawn with manual_seed(1). int8 (dynamic):
 // quant::quantize_dynamic(model, {Linear}) (the CNN's convolutions stay float32). static:
 // quant::prepare (min/max observers, Conv2d+ReLU and Linear+ReLU fused), calibration on 4
 // batches of 64 random inputs drawn with manual_seed(2), quant::convert (int8 convolutions and
@@ -38,14 +38,41 @@ double ms_since(clock_type::time_point t0) {
 }
 
 [[noreturn]] void usage(const char* prog) {
-  std::fprintf(stderr, "usage: %s --model mlp|cnn --batch N --mode fp32|int8|static [--reps N] [--threads N]\n", prog);
+  std::fprintf(stderr, "usage: %s --model mlp|cnn|resnet --batch N --mode fp32|int8|static [--reps N] [--threads N]\n",
+               prog);
   std::exit(2);
 }
+
+// examples/fashion_mnist's residual block: conv-bn-relu-conv-bn, plus the input, then ReLU.
+class ResidualBlockImpl : public nn::Cloneable<ResidualBlockImpl> {
+ public:
+  explicit ResidualBlockImpl(int64_t channels) : Cloneable("ResidualBlock"), channels(channels) { reset(); }
+  void reset() override {
+    auto conv = [&] { return nn::Conv2d(nn::Conv2dOptions(channels, channels, 3).padding(1).bias(false)); };
+    body = register_module("body", nn::Sequential(conv(), nn::BatchNorm2d(channels), nn::ReLU(), conv(),
+                                                  nn::BatchNorm2d(channels)));
+    skip = register_module("skip", ember::quant::FloatFunctional());
+  }
+  Tensor forward(const Tensor& x) override { return skip->add_relu(body->forward(x), x); }
+  int64_t channels;
+  nn::Sequential body{nullptr};
+  ember::quant::FloatFunctional skip{nullptr};
+};
+EMBER_MODULE(ResidualBlock);
 
 nn::Sequential make_model(const std::string& name) {
   ember::manual_seed(0);
   nn::Sequential m{nullptr};
-  if (name == "mlp") {
+  if (name == "resnet") {
+    auto stem = [](int64_t in, int64_t out, int64_t k) {
+      return nn::Conv2d(nn::Conv2dOptions(in, out, k).padding(k / 2).bias(false));
+    };
+    m = nn::Sequential(stem(1, 16, 3), nn::BatchNorm2d(16), nn::ReLU(), ResidualBlock(16),
+                       nn::MaxPool2d(nn::MaxPool2dOptions(2)), stem(16, 32, 3), nn::BatchNorm2d(32), nn::ReLU(),
+                       ResidualBlock(32), nn::MaxPool2d(nn::MaxPool2dOptions(2)), stem(32, 64, 1), nn::BatchNorm2d(64),
+                       nn::ReLU(), nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions(1)), nn::Flatten(),
+                       nn::Linear(64, 10));
+  } else if (name == "mlp") {
     m = nn::Sequential(nn::Linear(784, 512), nn::ReLU(), nn::Linear(512, 256), nn::ReLU(), nn::Linear(256, 10));
   } else {
     m = nn::Sequential(nn::Conv2d(nn::Conv2dOptions(1, 32, 3).padding(1)), nn::ReLU(),
@@ -96,7 +123,7 @@ int main(int argc, char** argv) {
     else
       usage(argv[0]);
   }
-  if ((model != "mlp" && model != "cnn") || (mode != "fp32" && mode != "int8" && mode != "static") || batch < 1 || threads < 1) {
+  if ((model != "mlp" && model != "cnn" && model != "resnet") || (mode != "fp32" && mode != "int8" && mode != "static") || batch < 1 || threads < 1) {
     usage(argv[0]);
   }
   try {

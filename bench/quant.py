@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench/quant.py: int8 quantization, ember against PyTorch 1.13 (issue 15; `make bench-quant`).
 
-For the MLP 784-512-256-10 and the Fashion-MNIST CNN at batch 1 and 64, it times
+For the MLP 784-512-256-10, the Fashion-MNIST CNN and the residual CNN of examples/fashion_mnist
+(--model resnet: two residual blocks, global average pooling) at batch 1 and 64, it times
   ember:  float32, quant::quantize_dynamic int8 ("dynamic": Linear layers only) and static int8
           (quant::prepare -> calibrate -> convert: int8 convolutions and Linear layers, uint8
           codes between them) (build/bench/bench_quant, bench/quant.cpp),
@@ -35,8 +36,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from run import PYTHON, cpu_model, git_commit, run_summary, spread  # noqa: E402
 
-MODELS = ["mlp", "cnn"]
-MODEL_NAMES = {"mlp": "MLP 784-512-256-10", "cnn": "Fashion-MNIST CNN"}
+MODELS = ["mlp", "cnn", "resnet"]
+MODEL_NAMES = {"mlp": "MLP 784-512-256-10", "cnn": "Fashion-MNIST CNN", "resnet": "residual CNN"}
 SCHEMES = ["dynamic", "static"]
 # bench_quant's / quant_torch.py's --mode for each scheme
 MODE = {"dynamic": "int8", "static": "static"}
@@ -53,7 +54,7 @@ def main():
     p.add_argument("--build", default=os.path.join(os.path.dirname(HERE), "build"))
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--only", action="append", default=[], choices=MODELS, help="models to run (default: both)")
+    p.add_argument("--only", action="append", default=[], choices=MODELS, help="models to run (default: all)")
     p.add_argument("--scheme", action="append", default=[], choices=SCHEMES,
                    help="int8 schemes to run (default: both)")
     p.add_argument("--batch", action="append", type=int, default=[], help="batch sizes (default 1 and 64)")

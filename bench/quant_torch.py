@@ -3,7 +3,7 @@
 against float32 on the models bench/quant.cpp builds, one mode per process. bench/quant.py runs
 both.
 
-  /usr/bin/python3 bench/quant_torch.py --model mlp|cnn --batch N --mode fp32|int8|static
+  /usr/bin/python3 bench/quant_torch.py --model mlp|cnn|resnet --batch N --mode fp32|int8|static
                                         [--engine onednn|qnnpack|fbgemm] [--reps N] [--threads 2]
 
 The model is built with torch.manual_seed(0) (MLP 784-512-256-10, or the Fashion-MNIST CNN),
@@ -27,9 +27,26 @@ import torch
 import torch.nn as nn
 
 
+class Block(nn.Module):
+    """examples/fashion_mnist's residual block: conv-bn-relu-conv-bn, plus the input, then ReLU."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU(),
+                                  nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c))
+
+    def forward(self, x):
+        return torch.relu(self.body(x) + x)
+
+
 def make_model(name):
     torch.manual_seed(0)
-    if name == "mlp":
+    if name == "resnet":
+        def stem(i, o, k):
+            return [nn.Conv2d(i, o, k, padding=k // 2, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
+        m = nn.Sequential(*stem(1, 16, 3), Block(16), nn.MaxPool2d(2), *stem(16, 32, 3), Block(32), nn.MaxPool2d(2),
+                          *stem(32, 64, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+    elif name == "mlp":
         m = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 256), nn.ReLU(), nn.Linear(256, 10))
     else:  # examples/fashion_mnist make_model()
         m = nn.Sequential(
@@ -46,7 +63,7 @@ def make_input(name, batch):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--model", choices=["mlp", "cnn"], required=True)
+    p.add_argument("--model", choices=["mlp", "cnn", "resnet"], required=True)
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--mode", choices=["fp32", "int8", "static"], required=True)
     p.add_argument("--engine", default=None)

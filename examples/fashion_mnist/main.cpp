@@ -3,13 +3,15 @@
 //
 //   fashion_mnist [--epochs 2] [--batch-size 64] [--lr 1e-3] [--threads 2] [--seed 0]
 //                 [--workers 2] [--data DIR] [--out DIR] [--resume] [--limit N]
-//                 [--min-accuracy X] [--export model.ember] [--model cnn|mlp]
+//                 [--min-accuracy X] [--export model.ember] [--model cnn|mlp|resnet]
 //                 [--quantize dynamic|static|qat] [--observer minmax|moving_average|percentile]
 //                 [--qat-epochs N]
 //                 [--profile trace.json] [--amp bf16|fp16]
 //                 [--distributed]
 //
-// --model mlp trains a 784-512-256-10 MLP instead of the CNN. --quantize dynamic then
+// --model mlp trains a 784-512-256-10 MLP instead of the CNN, --model resnet a small residual
+// CNN (conv-bn-relu stems, two residual blocks whose skip additions are quant::FloatFunctional,
+// global average pooling). --quantize dynamic then
 // quantizes the trained model's Linear layers to int8 (quant::quantize_dynamic, docs/
 // quantization.md) and reports float32 against int8: test accuracy, state_dict size on
 // disk, and the time of a test-set pass (batch 1000) and of one image (batch 1).
@@ -129,7 +131,9 @@ Args parse(int argc, char** argv) {
     // clang-format on
   }
   if (!a.amp.empty() && a.amp != "bf16" && a.amp != "fp16") usage(argv[0], "--amp is bf16 or fp16, not " + a.amp);
-  if (a.model != "cnn" && a.model != "mlp") usage(argv[0], "--model is cnn or mlp, not " + a.model);
+  if (a.model != "cnn" && a.model != "mlp" && a.model != "resnet") {
+    usage(argv[0], "--model is cnn, mlp or resnet, not " + a.model);
+  }
   if (!a.quantize.empty() && a.quantize != "dynamic" && a.quantize != "static" && a.quantize != "qat") {
     usage(argv[0], "--quantize " + a.quantize +
                        " is not a mode (dynamic: int8 Linear layers, activations per batch; static: int8 Conv2d and "
@@ -146,7 +150,36 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
+// conv3x3-bn-relu-conv3x3-bn plus the block's input, then ReLU. The layers sit in an
+// nn::Sequential and the addition in a quant::FloatFunctional, so that static quantization
+// reaches both (docs/quantization.md, "Residual and multi-branch models").
+class ResidualBlockImpl : public nn::Cloneable<ResidualBlockImpl> {
+ public:
+  explicit ResidualBlockImpl(int64_t channels) : Cloneable("ResidualBlock"), channels(channels) { reset(); }
+  void reset() override {
+    auto conv = [&] { return nn::Conv2d(nn::Conv2dOptions(channels, channels, 3).padding(1).bias(false)); };
+    body = register_module("body", nn::Sequential(conv(), nn::BatchNorm2d(channels), nn::ReLU(), conv(),
+                                                  nn::BatchNorm2d(channels)));
+    skip = register_module("skip", ember::quant::FloatFunctional());
+  }
+  ember::Tensor forward(const ember::Tensor& x) override { return skip->add_relu(body->forward(x), x); }
+  int64_t channels;
+  nn::Sequential body{nullptr};
+  ember::quant::FloatFunctional skip{nullptr};
+};
+EMBER_MODULE(ResidualBlock);
+
 nn::Sequential make_model(const std::string& kind) {
+  if (kind == "resnet") {
+    auto stem = [](int64_t in, int64_t out, int64_t k) {
+      return nn::Conv2d(nn::Conv2dOptions(in, out, k).padding(k / 2).bias(false));
+    };
+    return nn::Sequential(stem(1, 16, 3), nn::BatchNorm2d(16), nn::ReLU(), ResidualBlock(16),
+                          nn::MaxPool2d(nn::MaxPool2dOptions(2)), stem(16, 32, 3), nn::BatchNorm2d(32), nn::ReLU(),
+                          ResidualBlock(32), nn::MaxPool2d(nn::MaxPool2dOptions(2)), stem(32, 64, 1),
+                          nn::BatchNorm2d(64), nn::ReLU(), nn::AdaptiveAvgPool2d(nn::AdaptiveAvgPool2dOptions(1)),
+                          nn::Flatten(), nn::Linear(64, 10));
+  }
   if (kind == "mlp") {
     return nn::Sequential(nn::Flatten(), nn::Linear(784, 512), nn::ReLU(), nn::Linear(512, 256), nn::ReLU(),
                           nn::Linear(256, 10));

@@ -554,6 +554,33 @@ const std::vector<OpEntry>& op_table() {
       OP(quantized_max_pool2d, quant::quantized_max_pool2d(
                                    c.coin() ? quant::quantize_per_tensor(randn({2, 3, 5, 4}), 0.1, 64) : c.tensor(kUInt8),
                                    c.ints(2), c.ints(2), c.ints(2), c.ints(2), c.coin())),
+      OP(quantized_add, {
+        Tensor a = c.tensor(), b = c.tensor();
+        if (c.coin()) {  // consistent: conv-like channels-last codes, a broadcast, or float values
+          a = quant::quantize_per_tensor(randn({2, 3, 4, 5}), 0.05, 60);
+          b = c.coin() ? quant::quantize_per_tensor(randn({2, 3, 4, 5}), 0.07, 30).permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2})
+                       : (c.coin() ? randn({1, 3, 1, 5}) : quant::quantize_per_tensor(randn({5}), 0.1, 64));
+        }
+        quant::quantized_add(a, c.coin() ? 0.05 : c.real(), c.coin() ? 60 : c.integer(), b, c.coin() ? 0.07 : c.real(),
+                             c.coin() ? 30 : c.integer(), c.coin() ? 0.1 : c.real(), c.coin() ? 50 : c.integer(), c.coin(),
+                             c.coin() ? kUInt8 : c.dtype());
+      }),
+      OP(quantized_cat, {
+        std::vector<Tensor> xs = tensors(c);
+        if (c.coin()) xs = {quant::quantize_per_tensor(randn({2, 3, 4}), 0.05, 60), randn({2, 1, 4}),
+                            quant::quantize_per_tensor(randn({2, 2, 4}), 0.05, 60)};
+        std::vector<double> sc(c.coin() ? xs.size() : c.u() % 4, c.coin() ? 0.05 : c.real());
+        std::vector<int64_t> zp(c.coin() ? xs.size() : c.u() % 4, c.coin() ? 60 : c.integer());
+        quant::quantized_cat(xs, sc, zp, c.coin() ? 1 : c.dim(), c.coin() ? 0.1 : c.real(), c.coin() ? 40 : c.integer(),
+                             c.coin() ? kUInt8 : c.dtype());
+      }),
+      OP(quantized_avg_pool2d, quant::quantized_avg_pool2d(
+                                   c.coin() ? quant::quantize_per_tensor(randn({2, 3, 5, 4}), 0.1, 64) : c.tensor(kUInt8),
+                                   c.coin() ? 64 : c.integer(), c.ints(2), c.ints(2), c.ints(2), c.coin(), c.coin(),
+                                   c.coin() ? std::nullopt : std::optional<int64_t>(c.integer()))),
+      OP(quantized_adaptive_avg_pool2d, quant::quantized_adaptive_avg_pool2d(
+                                            c.coin() ? quant::quantize_per_tensor(randn({2, 3, 5, 4}), 0.1, 64) : c.tensor(kUInt8),
+                                            c.coin() ? 64 : c.integer(), c.ints(2))),
       // nn::functional
       OP(leaky_relu, o.push_back(F::leaky_relu(c.tensor(), c.real()))),
       OP(dropout, o.push_back(F::dropout(c.tensor(), c.real(), c.coin()))),

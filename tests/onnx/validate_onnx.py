@@ -17,7 +17,8 @@ usage: validate_onnx.py MODEL.onnx [IN.npy[,IN2.npy...] REF.npy[,REF2.npy...] [-
    pass. The ONNX package of Debian 12 (1.12) has no reference runtime of its own yet.
    OpenCV 4.6 cannot run QDQ graphs (QuantizeLinear / DequantizeLinear): a DequantizeLinear of
    an initializer fails to import, and even a lone QuantizeLinear -> DequantizeLinear pair
-   returns uninitialised memory; ember's quantized exports are checked with --numpy.
+   returns uninitialised memory; ember's quantized QDQ exports are checked with --numpy, its
+   QOperator exports (QLinearConv & co., docs/onnx.md) with OpenCV.
 Exits non-zero (with the reason on stderr) when any step fails.
 """
 import math

@@ -443,3 +443,169 @@ TEST(QuantParity, FakeQuantizeMatchesTorch) {
     }
   }
 }
+
+// ---- quantized add, cat and average pooling ----
+
+namespace {
+
+// ember codes (0..127) as a torch quint8 tensor on the grid (scale, zero_point), same layout.
+torch::Tensor torch_codes(const ember::Tensor& codes, double scale, int64_t zero_point) {
+  return at::_make_per_tensor_quantized_tensor(to_torch(codes.contiguous()), scale, zero_point);
+}
+
+// The share of codes that differ and the largest difference (in codes) between ember's uint8
+// result and torch's quint8 one.
+std::pair<double, int64_t> code_diff(const ember::Tensor& got, const torch::Tensor& want) {
+  const torch::Tensor g = to_torch(got.contiguous()).to(torch::kInt), w = want.int_repr().contiguous().to(torch::kInt);
+  EXPECT_EQ(g.sizes(), w.sizes());
+  const double frac = (g != w).sum().item<double>() / static_cast<double>(std::max<int64_t>(g.numel(), 1));
+  return {frac, (g - w).abs().max().item<int64_t>()};
+}
+
+}  // namespace
+
+// torch.ops.quantized.add / add_relu (what FloatFunctional's QFunctional calls) on the same
+// codes and parameters, with both of libtorch's engines (qnnpack has its own add kernel). The
+// output grids are calibrated on the float sums, so no code passes 127 (where ember clamps and
+// torch goes on to 255).
+TEST(QuantParity, AddMatchesTorch) {
+  static const auto add = c10::Dispatcher::singleton().findSchemaOrThrow("quantized::add", "");
+  static const auto add_relu = c10::Dispatcher::singleton().findSchemaOrThrow("quantized::add_relu", "");
+  const at::QEngine saved = at::globalContext().qEngine();
+  for (at::QEngine engine : at::globalContext().supportedQEngines()) {
+    if (engine == at::QEngine::NoQEngine) continue;
+    at::globalContext().setQEngine(engine);
+    int64_t total = 0;
+    double off = 0;
+    int64_t worst = 0;
+    for (bool relu : {false, true}) {
+      for (int trial = 0; trial < 4; ++trial) {
+        ember::manual_seed(140 + trial + 10 * relu);
+        // A non-contiguous view for b (transposed), different grids for a, b and the output.
+        const ember::Tensor xa = ember::randn({4, 8, 13, 11}) * 1.5 + 0.4;
+        const ember::Tensor xb = (ember::randn({4, 8, 11, 13}) * 0.8 - 0.2).transpose(2, 3);
+        ember::quant::MinMaxObserver oa, ob, oo;
+        oa.observe(xa);
+        ob.observe(xb);
+        const ember::quant::QParams qa = oa.calculate_qparams(), qb = ob.calculate_qparams();
+        const ember::Tensor ca = ember::quant::quantize_per_tensor(xa, qa.scale, qa.zero_point);
+        const ember::Tensor cb = ember::quant::quantize_per_tensor(xb, qb.scale, qb.zero_point);
+        ember::Tensor sum = ember::quant::dequantize_per_tensor(ca, qa.scale, qa.zero_point) +
+                            ember::quant::dequantize_per_tensor(cb, qb.scale, qb.zero_point);
+        if (relu) sum = sum.relu();
+        oo.observe(sum);
+        const ember::quant::QParams qo = oo.calculate_qparams();
+        const ember::Tensor got = ember::quant::quantized_add(ca, qa.scale, qa.zero_point, cb, qb.scale, qb.zero_point,
+                                                              qo.scale, qo.zero_point, relu);
+        torch::jit::Stack stack{torch_codes(ca, qa.scale, qa.zero_point), torch_codes(cb, qb.scale, qb.zero_point),
+                                c10::IValue(static_cast<double>(qo.scale)), c10::IValue(int64_t{qo.zero_point})};
+        (relu ? add_relu : add).callBoxed(&stack);
+        const auto [frac, steps] = code_diff(got, stack.at(0).toTensor());
+        EXPECT_LE(steps, 1) << c10::toString(engine) << " relu " << relu;
+        off += frac * static_cast<double>(got.numel());
+        total += got.numel();
+        worst = std::max(worst, steps);
+      }
+    }
+    const double frac = off / static_cast<double>(total);
+    EXPECT_LE(frac, 0.01) << c10::toString(engine);
+    std::printf("%s quantized add / add_relu: %lld outputs, %.4f%% one code off (max %lld)\n",
+                c10::toString(engine).c_str(), static_cast<long long>(total), 100.0 * frac,
+                static_cast<long long>(worst));
+  }
+  at::globalContext().setQEngine(saved);
+}
+
+TEST(QuantParity, CatMatchesTorch) {
+  static const auto qcat = c10::Dispatcher::singleton().findSchemaOrThrow("quantized::cat", "");
+  ember::manual_seed(150);
+  const ember::Tensor x0 = ember::randn({3, 5, 7, 6}), x1 = ember::randn({3, 2, 7, 6}) * 2.0 + 1.0;
+  const ember::Tensor x2 = (ember::randn({3, 6, 7, 4}) * 0.5).transpose(1, 3);  // [3, 4, 7, 6], not contiguous
+  std::vector<ember::Tensor> codes;
+  std::vector<double> scales;
+  std::vector<int64_t> zps;
+  ember::quant::MinMaxObserver out_obs;
+  for (const ember::Tensor& x : {x0, x1, x2}) {
+    ember::quant::MinMaxObserver o;
+    o.observe(x);
+    out_obs.observe(x);
+    const ember::quant::QParams q = o.calculate_qparams();
+    codes.push_back(ember::quant::quantize_per_tensor(x, q.scale, q.zero_point));
+    scales.push_back(q.scale);
+    zps.push_back(q.zero_point);
+  }
+  const ember::quant::QParams qo = out_obs.calculate_qparams();
+  int64_t total = 0;
+  double off = 0;
+  for (int64_t dim : {int64_t{1}, int64_t{-3}}) {
+    const ember::Tensor got = ember::quant::quantized_cat(codes, scales, zps, dim, qo.scale, qo.zero_point);
+    c10::List<at::Tensor> list;
+    for (size_t i = 0; i < codes.size(); ++i) list.push_back(torch_codes(codes[i], scales[i], zps[i]));
+    torch::jit::Stack stack{list, c10::IValue(dim), c10::IValue(static_cast<double>(qo.scale)),
+                            c10::IValue(int64_t{qo.zero_point})};
+    qcat.callBoxed(&stack);
+    const auto [frac, steps] = code_diff(got, stack.at(0).toTensor());
+    EXPECT_LE(steps, 1);
+    off += frac * static_cast<double>(got.numel());
+    total += got.numel();
+  }
+  const double frac = off / static_cast<double>(total);
+  EXPECT_LE(frac, 0.01);
+  std::printf("quantized cat: %lld outputs, %.4f%% one code off\n", static_cast<long long>(total), 100.0 * frac);
+}
+
+TEST(QuantParity, AvgPoolOfCodesMatchesTorch) {
+  // libtorch 1.13 has two kernels that round ties differently: the channels-last one (what
+  // ember's layout, the quantized convolutions' output, selects) computes round_half_even(S / n)
+  // + zero_point, as ember does; the NCHW one round_half_even(S / n + zero_point), which differs
+  // at a tie when the zero point is odd. So: channels-last codes for every zero point, NCHW for
+  // even ones, and with the odd one NCHW differs by at most one code at ties only.
+  ember::manual_seed(160);
+  const ember::Tensor x = ember::randn({2, 6, 11, 10});
+  const double scale = 0.05;
+  struct P {
+    int64_t k, s, p;
+    bool ceil, include_pad;
+    c10::optional<int64_t> divisor;
+  };
+  int64_t checked = 0, nchw_odd = 0;
+  double nchw_odd_off = 0;
+  for (int64_t zp : {int64_t{0}, int64_t{37}, int64_t{64}}) {
+    const ember::Tensor codes = ember::quant::quantize_per_tensor(x, scale, zp);
+    for (bool channels_last : {false, true}) {
+      torch::Tensor tq = torch_codes(codes, scale, zp);
+      if (channels_last) tq = tq.contiguous(at::MemoryFormat::ChannelsLast);
+      const bool exact = channels_last || zp % 2 == 0;
+      auto check = [&](const ember::Tensor& got, const torch::Tensor& want, const std::string& what) {
+        const auto [frac, steps] = code_diff(got, want);
+        if (exact) {
+          EXPECT_EQ(frac, 0.0) << what << " zp " << zp << (channels_last ? " channels-last" : " nchw");
+          checked += got.numel();
+        } else {
+          EXPECT_LE(steps, 1) << what << " zp " << zp;
+          nchw_odd_off += frac * static_cast<double>(got.numel());
+          nchw_odd += got.numel();
+        }
+      };
+      for (const P c : {P{2, 2, 0, false, true, {}}, P{3, 2, 1, false, true, {}}, P{3, 2, 1, true, false, {}},
+                        P{3, 1, 1, false, true, 5}, P{4, 3, 2, true, true, {}}}) {
+        const ember::Tensor got = ember::quant::quantized_avg_pool2d(
+            codes, zp, {c.k}, {c.s}, {c.p}, c.ceil, c.include_pad,
+            c.divisor ? std::optional<int64_t>(*c.divisor) : std::nullopt);
+        const torch::Tensor want = at::avg_pool2d(tq, {c.k, c.k}, {c.s, c.s}, {c.p, c.p}, c.ceil, c.include_pad, c.divisor);
+        check(got, want, "k " + std::to_string(c.k) + " p " + std::to_string(c.p));
+      }
+      for (const std::vector<int64_t>& size : {std::vector<int64_t>{1, 1}, {3, 4}, {7, 7}}) {
+        const ember::Tensor got = ember::quant::quantized_adaptive_avg_pool2d(codes, zp, size);
+        const torch::Tensor want = at::adaptive_avg_pool2d(tq, size);
+        check(got, want, "adaptive " + std::to_string(size[0]) + "x" + std::to_string(size[1]));
+      }
+    }
+  }
+  const double odd_frac = nchw_odd_off / static_cast<double>(std::max<int64_t>(nchw_odd, 1));
+  EXPECT_GT(odd_frac, 0.0) << "torch's NCHW kernel was expected to round ties with the zero point";
+  EXPECT_LE(odd_frac, 0.3);
+  std::printf("quantized avg_pool2d / adaptive_avg_pool2d: %lld outputs equal to torch's; against torch's NCHW "
+              "kernel with odd zero point 37, %.2f%% of %lld outputs one code off (ties)\n",
+              static_cast<long long>(checked), 100.0 * odd_frac, static_cast<long long>(nchw_odd));
+}

@@ -284,6 +284,27 @@ const Registry& registry() {
                                              attr_ints(a, "padding"), attr_ints(a, "dilation"),
                                              attr_bool(a, "ceil_mode", false)));
     });
+    g.add("quantized_avg_pool2d", [](const In& in, const A& a) {
+      return one(quant::quantized_avg_pool2d(in.at(0), attr_int(a, "zero_point"), attr_ints(a, "kernel_size"),
+                                             attr_ints(a, "stride"), attr_ints(a, "padding"),
+                                             attr_bool(a, "ceil_mode", false), attr_bool(a, "count_include_pad", true),
+                                             opt_int(a, "divisor_override")));
+    });
+    g.add("quantized_adaptive_avg_pool2d", [](const In& in, const A& a) {
+      return one(quant::quantized_adaptive_avg_pool2d(in.at(0), attr_int(a, "zero_point"),
+                                                      attr_ints(a, "output_size")));
+    });
+    g.add("quantized_add", [](const In& in, const A& a) {
+      return one(quant::quantized_add(in.at(0), attr_double(a, "a_scale", 0.0), attr_int(a, "a_zero_point"), in.at(1),
+                                      attr_double(a, "b_scale", 0.0), attr_int(a, "b_zero_point"),
+                                      attr_double(a, "output_scale", 0.0), attr_int(a, "output_zero_point"),
+                                      attr_bool(a, "relu", false), dtype_attr(a, "output_dtype")));
+    });
+    g.add("quantized_cat", [](const In& in, const A& a) {
+      return one(quant::quantized_cat(in, need(a, "scales").to_double_list(), attr_ints(a, "zero_points"),
+                                      attr_int(a, "dim"), attr_double(a, "output_scale", 0.0),
+                                      attr_int(a, "output_zero_point"), dtype_attr(a, "output_dtype")));
+    });
     // ---- made by passes ----
     g.add("fused_elementwise", [](const In& in, const A& a) { return one(run_fused_elementwise(in, a)); }, true);
     return g;

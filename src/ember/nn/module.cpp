@@ -6,9 +6,9 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <typeinfo>
 #include <ostream>
 #include <sstream>
+#include <typeinfo>
 #include <unordered_set>
 
 #include "ember/autograd/grad_mode.h"
@@ -454,7 +454,13 @@ void Module::clone_into(Module& copy) const {
   copy.non_persistent_ = non_persistent_;
   for (const auto& item : children_) {
     if (auto* existing = copy.children_.find(item.key())) {
-      (*existing)->assign_clone_of(*item.value());
+      if (typeid(**existing) == typeid(*item.value())) {
+        (*existing)->assign_clone_of(*item.value());
+      } else {
+        // A child swapped after construction (quant::prepare / convert / quantize_dynamic
+        // replace layers where they are registered): the copy gets a clone of the new one.
+        copy.replace_module(item.key(), item.value()->clone());
+      }
     } else {
       copy.children_.insert(item.key(), item.value()->clone());
     }

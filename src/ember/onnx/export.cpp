@@ -99,6 +99,7 @@ void Exporter::run() {
     } else {
       emit(n.op, in, n.attrs, out);
     }
+    if (qop_) qop_follow_grid(in, out);
   }
   for (size_t i = 0; i < g_.outputs.size(); ++i) {
     const int id = g_.outputs[i];
@@ -149,6 +150,8 @@ void Exporter::name_vars() {
         base = is_value ? "const" : "v";
         base += std::to_string(id);
       }
+      // Note [QOperator export]: codes are named "<x>_quantized", their grid "<x>_scale" and "<x>_zero_point".
+      if (qop_ && !is_value && var.dtype == kUInt8) base += "_quantized";
       var_names_[v] = fresh(base);
     }
   }
@@ -770,7 +773,13 @@ pb::ModelProto build(const jit::GraphModule& m, const ExportOptions& opt) {
   std::string name = opt.graph_name;
   if (name.empty()) name = meta_string("model_name");
   gp->set_name(name.empty() ? "ember_graph" : name);
-  detail::Exporter(g, opt.opset, gp).run();
+  detail::Exporter exporter(g, opt.opset, gp, opt.quant_format == QuantFormat::QOperator);
+  exporter.run();
+  if (exporter.uses_contrib_domain()) {
+    pb::OperatorSetIdProto* ms = model.add_opset_import();
+    ms->set_domain("com.microsoft");
+    ms->set_version(1);
+  }
   return model;
 }
 

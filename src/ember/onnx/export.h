@@ -21,6 +21,15 @@ namespace ember::onnx {
 inline constexpr int kMinOpset = 13;
 inline constexpr int kMaxOpset = 17;
 
+// How static int8 graphs (quant/quantized_ops.h) are written (docs/onnx.md):
+//   QDQ: float operators between DequantizeLinear and QuantizeLinear (what ONNX Runtime and
+//     TensorRT fold into int8 kernels; what torch.onnx writes);
+//   QOperator: the int8 operators themselves (QLinearConv, QLinearMatMul-free 1x1 QLinearConv for
+//     Linear, and ONNX Runtime's com.microsoft QLinearAdd, QLinearConcat, QLinearAveragePool,
+//     QLinearGlobalAveragePool), with ONNX Runtime's quantizer's value names: what OpenCV 4.6's
+//     dnn module imports.
+enum class QuantFormat { QDQ, QOperator };
+
 struct ExportOptions {
   // The default ONNX operator set version the model imports; kMinOpset..kMaxOpset.
   int opset = kMaxOpset;
@@ -29,6 +38,8 @@ struct ExportOptions {
   std::string doc_string;
   // The graph's name; empty: the metadata's "model_name" when a string, else "ember_graph".
   std::string graph_name;
+  // The form of static int8 ops (float graphs are the same in both).
+  QuantFormat quant_format = QuantFormat::QDQ;
 };
 
 // Writes g as an ONNX model to path (atomically: a failed export leaves no file behind).

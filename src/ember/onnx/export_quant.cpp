@@ -1,7 +1,8 @@
 // ONNX export of static int8 graphs in QDQ form (Note [QDQ export]).
 //
 // Note [QDQ export]: a traced quantized model holds quantize_per_tensor, quantized_conv2d,
-// quantized_linear, quantized_max_pool2d and dequantize_per_tensor nodes whose uint8 values
+// quantized_linear, the quantized poolings, quantized_add, quantized_cat and
+// dequantize_per_tensor nodes whose uint8 values
 // are activation codes (Note [Activation codes], quant/quantized_ops.h). They become the
 // QDQ pattern other runtimes recognise as int8 operators: every float operator (Conv, Gemm,
 // MatMul, MaxPool) reads DequantizeLinear outputs and its result goes through QuantizeLinear;
@@ -80,6 +81,7 @@ bool Exporter::emit_quantized(const std::string& op, const std::vector<Operand>&
       if (k >= in.size() || !in[k].present()) unsupported("it lacks tensor input " + std::to_string(k));
     }
   };
+  if (qop_) return emit_qoperator(op, in, attrs, out);
   const int out_var = node_ptr_ != nullptr && !node_ptr_->outputs.empty() ? node_ptr_->outputs[0] : -1;
   if (op == "quantize_per_tensor") {
     need(1);
@@ -150,6 +152,56 @@ bool Exporter::emit_quantized(const std::string& op, const std::vector<Operand>&
          Result{pooled, kFloat32, out.shape});
     add("QuantizeLinear", {pooled, s, z}, {out.name});
     if (out_var >= 0) grid_[out_var] = it->second;
+  } else if (op == "quantized_add") {
+    need(2);
+    const std::string a = dequantized_input(in[0], jit::attr_double(attrs, "a_scale", 0.0),
+                                            jit::attr_int(attrs, "a_zero_point"), out.name + "_a");
+    const std::string b = dequantized_input(in[1], jit::attr_double(attrs, "b_scale", 0.0),
+                                            jit::attr_int(attrs, "b_zero_point"), out.name + "_b");
+    const std::string sum = fresh(out.name + "_sum");
+    add("Add", {a, b}, {sum});
+    const double scale = jit::attr_double(attrs, "output_scale", 0.0);
+    const int64_t zp = jit::attr_int(attrs, "output_zero_point");
+    requantize_output(sum, scale, zp, jit::attr_bool(attrs, "relu", false), out.dtype, out.name);
+    if (out.dtype == kUInt8 && out_var >= 0) grid_[out_var] = {scale, zp};
+  } else if (op == "quantized_cat") {
+    need(1);
+    const Value* sv = attrs.find("scales");
+    if (sv == nullptr) unsupported("it lacks the attribute 'scales'");
+    const std::vector<double> scales = sv->to_double_list();
+    const std::vector<int64_t> zps = jit::attr_ints(attrs, "zero_points");
+    if (scales.size() != in.size() || zps.size() != in.size()) unsupported("it has one grid per input missing");
+    std::vector<std::string> values;
+    for (size_t i = 0; i < in.size(); ++i) {
+      values.push_back(dequantized_input(in[i], scales[i], zps[i], out.name + "_in" + std::to_string(i)));
+    }
+    const std::string joined = fresh(out.name + "_cat");
+    set_int(add("Concat", values, {joined}), "axis", norm_dim(jit::attr_int(attrs, "dim"), in[0].shape.size()));
+    const double scale = jit::attr_double(attrs, "output_scale", 0.0);
+    const int64_t zp = jit::attr_int(attrs, "output_zero_point");
+    requantize_output(joined, scale, zp, false, out.dtype, out.name);
+    if (out.dtype == kUInt8 && out_var >= 0) grid_[out_var] = {scale, zp};
+  } else if (op == "quantized_avg_pool2d" || op == "quantized_adaptive_avg_pool2d") {
+    need(1);
+    // The output is on the input's grid; a mean of codes needs no clamp. Without a known scale
+    // the codes are averaged as they are (scale 1), which rounds the same.
+    const int64_t zp = jit::attr_int(attrs, "zero_point");
+    const auto it = grid_.find(in[0].var);
+    const double scale = it != grid_.end() ? it->second.first : 1.0;
+    const std::string s = init_scalar(out.name + "_scale", kFloat32, scale);
+    const std::string z = init_scalar(out.name + "_zero_point", kUInt8, static_cast<double>(zp));
+    const std::string values = fresh(out.name + "_dequantized");
+    add("DequantizeLinear", {in[0].name, s, z}, {values});
+    const std::string pooled = fresh(out.name + "_pooled");
+    const std::vector<Operand> float_in{Operand{values, kFloat32, in[0].shape, nullptr, -1}};
+    const Result float_out{pooled, kFloat32, out.shape};
+    if (op == "quantized_avg_pool2d") {
+      pool("avg_pool2d", float_in, attrs, float_out);
+    } else {
+      adaptive_avg_pool(float_in, attrs, float_out);
+    }
+    add("QuantizeLinear", {pooled, s, z}, {out.name});
+    if (it != grid_.end() && out_var >= 0) grid_[out_var] = {scale, zp};
   } else {
     return false;
   }

@@ -46,13 +46,19 @@ struct Result {
 
 class Exporter {
  public:
-  Exporter(const jit::Graph& g, int opset, pb::GraphProto* gp) : g_(g), opset_(opset), gp_(gp) {}
+  // qoperator: static int8 ops as QLinearConv & co. (Note [QOperator export]) instead of QDQ.
+  Exporter(const jit::Graph& g, int opset, pb::GraphProto* gp, bool qoperator = false)
+      : g_(g), opset_(opset), gp_(gp), qop_(qoperator) {}
   void run();
+  // Whether the graph uses ONNX Runtime's com.microsoft operators (QLinearAdd, ...).
+  bool uses_contrib_domain() const { return contrib_; }
 
  private:
   const jit::Graph& g_;
   const int opset_;
   pb::GraphProto* gp_;
+  const bool qop_;
+  bool contrib_ = false;
   std::set<std::string> used_;
   std::map<int, std::string> var_names_;
   std::map<int, std::string> transposed_;  // weight var -> its transposed initializer
@@ -132,6 +138,19 @@ class Exporter {
   std::string dequantized_weight(const Operand& qweight, const Operand& scales);
   // The grids of uint8 values (var id -> scale, zero point), for max pooling's QDQ pair.
   std::map<int, std::pair<double, int64_t>> grid_;
+
+  // ---- quantized ops in QOperator form (export_qoperator.cpp) ----
+  bool emit_qoperator(const std::string& op, const std::vector<Operand>& in, const Dict& attrs, const Result& out);
+  // The uint8 codes of x on (scale, zero_point) as an ONNX value whose grid is named after it:
+  // x itself for codes, a Clip + QuantizeLinear of float values into "<base>_quantized".
+  std::string qop_codes(const Operand& x, double scale, int64_t zero_point, const std::string& base);
+  // Creates "<prefix>scale" and "<prefix>zero_point" for codes named "<prefix>quantized".
+  void qop_grid(const std::string& codes, double scale, int64_t zero_point);
+  std::string qop_scale(const std::string& codes) const;
+  std::string qop_zero_point(const std::string& codes) const;
+  // After a non-quantized op (flatten, view, ...) on codes: its uint8 output keeps the grid.
+  void qop_follow_grid(const std::vector<Operand>& in, const Result& out);
+  std::set<std::string> grid_named_;
 };
 
 }  // namespace ember::onnx::detail

@@ -40,6 +40,7 @@ std::string conv_unsupported(const nn::Conv2dImpl& conv) {
 }
 
 bool is_prepared_or_converted(const nn::Module* m) {
+  if (const auto* ff = dynamic_cast<const FloatFunctionalImpl*>(m)) return ff->mode() != FloatFunctionalImpl::Mode::Float;
   return dynamic_cast<const ObservedLinearImpl*>(m) || dynamic_cast<const ObservedConv2dImpl*>(m) ||
          dynamic_cast<const StaticQuantizedLinearImpl*>(m) || dynamic_cast<const QuantizedConv2dImpl*>(m) ||
          dynamic_cast<const QATConv2dImpl*>(m) || dynamic_cast<const QATLinearImpl*>(m);
@@ -49,6 +50,9 @@ struct PrepareWalk {
   const QConfig& config;
   std::vector<std::string> observed;
   std::map<const nn::Module*, std::shared_ptr<nn::Module>> done;
+  // The float layers replaced, with their names: one still held elsewhere afterwards (a holder
+  // member that a custom forward calls) would keep running in float.
+  std::vector<std::pair<std::shared_ptr<nn::Module>, std::string>> old;
 
   void visit(nn::Module& parent, const std::string& prefix) {
     const bool sequential = dynamic_cast<nn::SequentialImpl*>(&parent) != nullptr;
@@ -69,6 +73,11 @@ struct PrepareWalk {
       };
       std::shared_ptr<nn::Module> replacement;
       size_t last = i;  // the last child fused into this one
+      if (auto* ff = dynamic_cast<FloatFunctionalImpl*>(child.get())) {
+        ff->start_observing(config);  // in place (Note [FloatFunctional])
+        observed.push_back(join(prefix, name));
+        continue;
+      }
       if (auto lin = std::dynamic_pointer_cast<nn::LinearImpl>(child)) {
         const bool relu = dynamic_cast<nn::ReLUImpl*>(next(i + 1).get()) != nullptr;
         if (relu) last = i + 1;
@@ -93,6 +102,7 @@ struct PrepareWalk {
       }
       parent.replace_module(name, replacement);
       done.emplace(child.get(), replacement);
+      old.emplace_back(child, join(prefix, name));
       observed.push_back(join(prefix, name));
       for (size_t k = i + 1; k <= last; ++k) parent.replace_module(names[k], std::make_shared<nn::IdentityImpl>());
       i = last;
@@ -108,6 +118,14 @@ int check_convertible(nn::Module& parent, const std::string& prefix) {
     nn::Module* m = item.value().get();
     const Observer* in = nullptr;
     const Observer* out = nullptr;
+    if (auto* ff = dynamic_cast<FloatFunctionalImpl*>(m)) {
+      if (ff->mode() != FloatFunctionalImpl::Mode::Observing) continue;
+      EMBER_CHECK(ff->calibrated(), "[quant::convert] '", qualified,
+                  "' (FloatFunctional) has not been calibrated: it saw no call. Run the prepared model on calibration "
+                  "data between quant::prepare and quant::convert (and check that the parent's forward calls it)");
+      ++found;
+      continue;
+    }
     if (auto* o = dynamic_cast<ObservedLinearImpl*>(m)) {
       in = o->input_observer.get(), out = o->output_observer.get();
     } else if (auto* o = dynamic_cast<ObservedConv2dImpl*>(m)) {
@@ -141,6 +159,13 @@ struct ConvertWalk {
         continue;
       }
       std::shared_ptr<nn::Module> q;
+      if (auto* ff = dynamic_cast<FloatFunctionalImpl*>(child.get())) {
+        if (ff->mode() == FloatFunctionalImpl::Mode::Observing) {
+          ff->convert_to_quantized();  // in place (Note [FloatFunctional])
+          converted.push_back(join(prefix, name));
+        }
+        continue;
+      }
       if (auto* o = dynamic_cast<ObservedLinearImpl*>(child.get())) {
         q = std::make_shared<StaticQuantizedLinearImpl>(*o->linear, o->input_observer->calculate_qparams(),
                                                         o->output_observer->calculate_qparams(), o->relu);
@@ -163,8 +188,23 @@ struct ConvertWalk {
   }
 };
 
+// Whether a module keeps values on its input's grid, so that codes may pass through it: max and
+// average pooling (as their quantized versions) and reshaping.
+bool passes_codes(const nn::Module* m) {
+  if (const auto* a = dynamic_cast<const nn::AdaptiveAvgPool2dImpl*>(m)) {
+    for (int64_t v : a->options.output_size()) {
+      if (v < 0) return false;  // "keep this dim" entries: left float
+    }
+    return true;
+  }
+  return dynamic_cast<const nn::IdentityImpl*>(m) || dynamic_cast<const nn::MaxPool2dImpl*>(m) ||
+         dynamic_cast<const QuantizedMaxPool2dImpl*>(m) || dynamic_cast<const nn::FlattenImpl*>(m) ||
+         dynamic_cast<const nn::AvgPool2dImpl*>(m) || dynamic_cast<const QuantizedAvgPool2dImpl*>(m) ||
+         dynamic_cast<const QuantizedAdaptiveAvgPool2dImpl*>(m);
+}
+
 // Note [Activation codes]: in each Sequential, a quantized layer followed by another one with
-// only Identity, MaxPool2d and Flatten between them hands it codes.
+// only Identity, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d and Flatten between them hands it codes.
 void link(nn::Module& parent) {
   if (dynamic_cast<nn::SequentialImpl*>(&parent) == nullptr) {
     for (const auto& c : parent.children()) link(*c);
@@ -177,9 +217,15 @@ void link(nn::Module& parent) {
     std::shared_ptr<nn::Module> child = child_at(parent, name);
     if (auto* layer = dynamic_cast<QuantizedLayer*>(child.get())) {
       if (producer != nullptr) {
+        const int64_t zp = producer->output_qparams().zero_point;
         for (const std::string& b : between) {
-          if (auto pool = std::dynamic_pointer_cast<nn::MaxPool2dImpl>(child_at(parent, b))) {
+          std::shared_ptr<nn::Module> m = child_at(parent, b);
+          if (auto pool = std::dynamic_pointer_cast<nn::MaxPool2dImpl>(m)) {
             parent.replace_module(b, std::make_shared<QuantizedMaxPool2dImpl>(pool->options));
+          } else if (auto avg = std::dynamic_pointer_cast<nn::AvgPool2dImpl>(m)) {
+            parent.replace_module(b, std::make_shared<QuantizedAvgPool2dImpl>(avg->options, zp));
+          } else if (auto ada = std::dynamic_pointer_cast<nn::AdaptiveAvgPool2dImpl>(m)) {
+            parent.replace_module(b, std::make_shared<QuantizedAdaptiveAvgPool2dImpl>(ada->options, zp));
           }
         }
         producer->output_codes = true;
@@ -187,8 +233,7 @@ void link(nn::Module& parent) {
       }
       producer = layer;
       between.clear();
-    } else if (dynamic_cast<nn::IdentityImpl*>(child.get()) || dynamic_cast<nn::MaxPool2dImpl*>(child.get()) ||
-               dynamic_cast<QuantizedMaxPool2dImpl*>(child.get()) || dynamic_cast<nn::FlattenImpl*>(child.get())) {
+    } else if (passes_codes(child.get())) {
       between.push_back(name);
     } else {
       producer = nullptr;
@@ -238,8 +283,27 @@ std::vector<std::string> prepare(nn::Module& model, const QConfig& config) {
   EMBER_CHECK(!model.is_training(), "[quant::prepare] the model is in training mode; call model->eval() first, so ",
               "that calibration sees inference behaviour (Dropout off, BatchNorm running statistics)");
   (void)config.make_activation_observer();  // an invalid config fails here, before anything changes
-  PrepareWalk walk{config, {}, {}};
+  PrepareWalk walk{config, {}, {}, {}};
   walk.visit(model, "");
+  for (const auto& [module, name] : walk.old) {
+    // Held here, and twice by the observed layer when it wraps the same object (no folding):
+    // its member and its registered child.
+    long owners = 1;
+    const nn::Module* replacement = walk.done.at(module.get()).get();
+    if (const auto* o = dynamic_cast<const ObservedLinearImpl*>(replacement); o != nullptr && o->linear == module) {
+      owners += 2;
+    }
+    if (const auto* o = dynamic_cast<const ObservedConv2dImpl*>(replacement); o != nullptr && o->conv == module) {
+      owners += 2;
+    }
+    if (module.use_count() > owners) {
+      warn("[quant::prepare] '" + name + "' (" + module->name() +
+           ") was replaced in the module tree, but the float layer is still held elsewhere (e.g. a holder member that "
+           "the parent's forward calls directly), so calls through that handle stay float and its observers see "
+           "nothing. Hold quantizable layers in an nn::Sequential member (one layer is fine) and additions or "
+           "concatenations in a quant::FloatFunctional");
+    }
+  }
   if (walk.observed.empty()) warn("[quant::prepare] the model holds no nn::Linear or nn::Conv2d; nothing will be quantized");
   return walk.observed;
 }

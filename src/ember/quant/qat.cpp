@@ -257,6 +257,11 @@ struct QatWalk {
         parent.replace_module(name, it->second);
         continue;
       }
+      if (auto* ff = dynamic_cast<FloatFunctionalImpl*>(child.get())) {
+        ff->start_observing(config);  // observed, not fake-quantized (Note [FloatFunctional])
+        replaced.push_back(join(prefix, name));
+        continue;
+      }
       if (dynamic_cast<QATConv2dImpl*>(child.get()) || dynamic_cast<QATLinearImpl*>(child.get()) ||
           dynamic_cast<ObservedConv2dImpl*>(child.get()) || dynamic_cast<ObservedLinearImpl*>(child.get()) ||
           dynamic_cast<QuantizedConv2dImpl*>(child.get()) || dynamic_cast<StaticQuantizedLinearImpl*>(child.get())) {
@@ -322,7 +327,8 @@ void share_grids(nn::Module& parent) {
       if (after_producer) input_fq->enable_fake_quant(false);
       after_producer = true;
     } else if (!dynamic_cast<nn::IdentityImpl*>(child.get()) && !dynamic_cast<nn::MaxPool2dImpl*>(child.get()) &&
-               !dynamic_cast<nn::FlattenImpl*>(child.get())) {
+               !dynamic_cast<nn::FlattenImpl*>(child.get()) && !dynamic_cast<nn::AvgPool2dImpl*>(child.get()) &&
+               !dynamic_cast<nn::AdaptiveAvgPool2dImpl*>(child.get())) {
       after_producer = false;
       share_grids(*child);
     }

@@ -13,6 +13,8 @@
 // quantizing it first with the input parameters.
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 #include "ember/core/tensor.h"
 
@@ -53,5 +55,39 @@ Tensor quantized_linear(const Tensor& input, const Tensor& qweight, const Tensor
 // codes. Arguments as ember::max_pool2d.
 Tensor quantized_max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride = {},
                             IntArrayRef padding = 0, IntArrayRef dilation = 1, bool ceil_mode = false);
+
+// Element-wise sum of two activations on their own grids, onto the output grid
+// (torch.ops.quantized.add / add_relu): each input is uint8 codes, or float32 values that are
+// quantized with that input's parameters first; the shapes broadcast. Each output element is
+// clamp(round_half_even((a_scale * (qa - a_zp) + b_scale * (qb - b_zp)) * (1 / output_scale))
+// + output_zero_point, relu ? output_zero_point : 0, 127). output_dtype kUInt8: codes
+// (channels-last when both inputs are channels-last codes of the same sizes, else contiguous);
+// kFloat32: their values.
+Tensor quantized_add(const Tensor& a, double a_scale, int64_t a_zero_point, const Tensor& b, double b_scale,
+                     int64_t b_zero_point, double output_scale, int64_t output_zero_point, bool relu = false,
+                     DType output_dtype = kUInt8);
+
+// Concatenation along dim of activations on their own grids, onto the output grid
+// (torch.ops.quantized.cat): inputs[i] is uint8 codes, or float32 values quantized with
+// (scales[i], zero_points[i]) first; each code is moved to the output grid as
+// clamp(round_half_even(scales[i] * (q - zero_points[i]) * (1 / output_scale)) + output_zero_point,
+// 0, 127) (a plain copy where the grids are the same). Shapes as ember::cat.
+Tensor quantized_cat(const std::vector<Tensor>& inputs, const std::vector<double>& scales,
+                     const std::vector<int64_t>& zero_points, int64_t dim, double output_scale,
+                     int64_t output_zero_point, DType output_dtype = kUInt8);
+
+// 2-D average pooling of uint8 codes on a grid with zero point zero_point; the output is on the
+// same grid (torch's quantized avg_pool2d, whose output keeps the input's parameters): each
+// element is round_half_even(float(S) * (1 / n)) + zero_point, S the exact sum of (q - zero_point)
+// over the window (padding counts as real 0) and n its divisor. The zero point matters only to
+// the rounding of ties, as in torch. Other arguments as ember::avg_pool2d; input [N, C, H, W] or
+// [C, H, W]; output channels-last codes.
+Tensor quantized_avg_pool2d(const Tensor& input, int64_t zero_point, IntArrayRef kernel_size, IntArrayRef stride = {},
+                            IntArrayRef padding = 0, bool ceil_mode = false, bool count_include_pad = true,
+                            std::optional<int64_t> divisor_override = std::nullopt);
+
+// Adaptive average pooling of uint8 codes (zero point as above) onto output_size (one value or
+// two), with ember::adaptive_avg_pool2d's windows; the output on the input's grid, channels-last.
+Tensor quantized_adaptive_avg_pool2d(const Tensor& input, int64_t zero_point, IntArrayRef output_size);
 
 }  // namespace ember::quant

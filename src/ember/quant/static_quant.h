@@ -287,6 +287,109 @@ class QuantizedMaxPool2d : public nn::ModuleHolder<QuantizedMaxPool2dImpl> {
   using nn::ModuleHolder<QuantizedMaxPool2dImpl>::ModuleHolder;
 };
 
+// nn.AvgPool2d / nn.AdaptiveAvgPool2d that take uint8 codes (quant::quantized_avg_pool2d /
+// quantized_adaptive_avg_pool2d: the output on the input's grid, zero_point being that grid's)
+// as well as float tensors (ember::avg_pool2d / adaptive_avg_pool2d); convert() puts them
+// between quantized layers with the producer's zero point.
+class QuantizedAvgPool2dImpl : public nn::Module {
+ public:
+  QuantizedAvgPool2dImpl(const nn::AvgPool2dOptions& options, int64_t zero_point);
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  std::shared_ptr<nn::Module> clone(const std::optional<Device>& = std::nullopt) const override;
+  nn::AvgPool2dOptions options;
+  int64_t zero_point;
+};
+
+class QuantizedAvgPool2d : public nn::ModuleHolder<QuantizedAvgPool2dImpl> {
+ public:
+  using nn::ModuleHolder<QuantizedAvgPool2dImpl>::ModuleHolder;
+};
+
+class QuantizedAdaptiveAvgPool2dImpl : public nn::Module {
+ public:
+  QuantizedAdaptiveAvgPool2dImpl(const nn::AdaptiveAvgPool2dOptions& options, int64_t zero_point);
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  std::shared_ptr<nn::Module> clone(const std::optional<Device>& = std::nullopt) const override;
+  nn::AdaptiveAvgPool2dOptions options;
+  int64_t zero_point;
+};
+
+class QuantizedAdaptiveAvgPool2d : public nn::ModuleHolder<QuantizedAdaptiveAvgPool2dImpl> {
+ public:
+  using nn::ModuleHolder<QuantizedAdaptiveAvgPool2dImpl>::ModuleHolder;
+};
+
+// The additions and concatenations of a custom module's forward, made quantizable
+// (torch.ao.nn.quantized.FloatFunctional; Note [FloatFunctional]). Register one per call site
+// and call it instead of the float op:
+//
+//   struct BlockImpl : nn::Module {
+//     BlockImpl() { body = register_module("body", nn::Sequential(...)); skip = register_module("skip", quant::FloatFunctional()); }
+//     Tensor forward(const Tensor& x) override { return skip->add_relu(body->forward(x), x); }
+//     nn::Sequential body;
+//     quant::FloatFunctional skip;
+//   };
+//
+// Note [FloatFunctional]: it changes state in place (so that the parent's holder member stays
+// valid): float (plain ember::add / relu / cat) -> observing after quant::prepare or prepare_qat
+// (the float result, with an observer on each input and on the output) -> quantized after
+// quant::convert (quant::quantized_add / quantized_cat on the calibrated grids, returning float32
+// values on the output grid, or the same for uint8 code inputs on the input grids). Each input's
+// grid is the one its observer computed; an input that comes straight from a quantized layer was
+// observed on the same values as that layer's output observer, so the two grids are the same and
+// re-quantizing its output recovers its codes exactly. One instance serves one call site: calls
+// from several places would mix their ranges (and a call with a different number of inputs, or
+// another op, is an error once observed). state_dict after convert: input_scales (float32 [k]),
+// input_zero_points (int32 [k]), output_scale (float32 [1]), output_zero_point (int32 [1]).
+class FloatFunctionalImpl : public nn::Module {
+ public:
+  enum class Mode { Float, Observing, Quantized };
+  FloatFunctionalImpl();
+
+  // a + b (broadcasting), (a + b).relu(), cat(inputs, dim).
+  Tensor add(const Tensor& a, const Tensor& b);
+  Tensor add_relu(const Tensor& a, const Tensor& b);
+  Tensor cat(const std::vector<Tensor>& inputs, int64_t dim = 0);
+  // An error: the op is chosen by calling add, add_relu or cat.
+  Tensor forward(const Tensor& input) override;
+  std::string extra_repr() const override;
+  std::shared_ptr<nn::Module> clone(const std::optional<Device>& = std::nullopt) const override;
+
+  Mode mode() const { return mode_; }
+  // The op seen while observing ("add", "add_relu", "cat"; "" before any call).
+  const std::string& observed_op() const { return op_; }
+  // prepare / prepare_qat: float -> observing (an error in any other mode).
+  void start_observing(const QConfig& config);
+  // Whether every observer has seen data (false before any observed call).
+  bool calibrated() const;
+  // convert: observing -> quantized with the observers' grids (an error when not calibrated).
+  void convert_to_quantized();
+  QParams input_qparams(size_t i) const;
+  QParams output_qparams() const;
+
+  std::vector<std::unique_ptr<Observer>> input_observers;
+  std::unique_ptr<Observer> output_observer;
+  Tensor input_scales, input_zero_points, output_scale, output_zero_point;
+
+ protected:
+  void assign_clone_of(const nn::Module& other) override;
+
+ private:
+  void take_state_of(const FloatFunctionalImpl& other);
+  Tensor run(const std::string& op, const std::vector<Tensor>& inputs, int64_t dim);
+  Mode mode_ = Mode::Float;
+  std::string op_;
+  int64_t dim_ = 0;
+  QConfig config_;
+};
+
+class FloatFunctional : public nn::ModuleHolder<FloatFunctionalImpl> {
+ public:
+  using nn::ModuleHolder<FloatFunctionalImpl>::ModuleHolder;
+};
+
 // A Conv2d followed by a BatchNorm2d in eval mode, as one Conv2d (torch's fuse_conv_bn_eval):
 // w' = w * (gamma / sqrt(running_var + eps)) per output channel,
 // b' = (b - running_mean) * gamma / sqrt(running_var + eps) + beta. The inputs are not changed.
