@@ -66,7 +66,7 @@ struct PlanKey {
   bool operator<(const PlanKey& o) const { return tie() < o.tie(); }
 };
 struct Plan {
-  memory::desc a, b, c;
+  memory::desc a, b, c, scratch;
   dnnl::matmul prim;
 };
 
@@ -86,7 +86,12 @@ std::shared_ptr<const Plan> plan_for(const PlanKey& key) {
     plan->a = memory::desc({key.rows, key.k}, key.dt, memory::dims{key.as0, key.as1});
     plan->b = memory::desc({key.k, key.n}, key.dt, memory::dims{key.bs0, key.bs1});
     plan->c = memory::desc({key.rows, key.n}, DT::f32, memory::dims{key.n, 1});
+    // A scratchpad of the caller's (thread-local, in gemm_lowp), not the library's: oneDNN
+    // shares its own between primitives unless built with ONEDNN_ENABLE_CONCURRENT_EXEC, and
+    // two row blocks run at once on two threads (found on a Zen 4 with AVX512-BF16: the
+    // blocks wrote into each other's packed panels; the same fix as qgemm.cpp's).
     dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (key.alpha != 1.0f) attr.set_output_scales(0, {key.alpha});
     if (key.beta != 0.0f) {
       dnnl::post_ops ops;
@@ -94,6 +99,7 @@ std::shared_ptr<const Plan> plan_for(const PlanKey& key) {
       attr.set_post_ops(ops);
     }
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(plan->a, plan->b, plan->c), attr, cpu_engine());
+    plan->scratch = pd.scratchpad_desc();
     plan->prim = dnnl::matmul(pd);
     p = std::move(plan);
   } catch (const dnnl::error&) {
@@ -185,6 +191,7 @@ bool gemm_lowp(const Tensor& out, const Tensor& a, const Tensor& b, float alpha,
   parallel_for(0, batches * blocks, 1, [&](int64_t begin, int64_t end) {
     OneOmpThread single_thread;
     dnnl::stream stream(cpu_engine());
+    thread_local std::vector<std::byte> scratch_buffer;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t bi = task / blocks, blk = task % blocks;
       const Plan& p = blk == blocks - 1 ? *tail_plan : *full_plan;
@@ -192,7 +199,10 @@ bool gemm_lowp(const Tensor& out, const Tensor& a, const Tensor& b, float alpha,
       memory am(p.a, cpu_engine(), ap + (a_off[static_cast<size_t>(bi)] + r0 * a.stride(-2)) * elem);
       memory bm(p.b, cpu_engine(), bp + b_off[static_cast<size_t>(bi)] * elem);
       memory cm(p.c, cpu_engine(), cp + (bi * m + r0) * n);
-      p.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+      scratch_buffer.resize(std::max<size_t>(p.scratch.get_size(), 1));
+      memory sm(p.scratch, cpu_engine(), scratch_buffer.data());
+      p.prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, sm}});
+      stream.wait();  // the next block reuses this thread's scratchpad
     }
     stream.wait();
   });
