@@ -191,6 +191,65 @@ TEST(NNExtraParity, ShapesAndPadding) {
   });
 }
 
+ET interpolate_aa(const ET& x, const std::string& mode, std::vector<int64_t> size, std::vector<double> scale, bool align) {
+  auto o = EF::InterpolateFuncOptions().antialias(true).align_corners(align);
+  if (mode == "bicubic") o.mode(ember::kBicubic); else o.mode(ember::kBilinear);
+  if (!size.empty()) o.size(size); else o.scale_factor(scale);
+  return EF::interpolate(x, o);
+}
+TT interpolate_aa(const TT& x, const std::string& mode, std::vector<int64_t> size, std::vector<double> scale, bool align) {
+  auto o = TF::InterpolateFuncOptions().antialias(true).align_corners(align);
+  if (mode == "bicubic") o.mode(torch::kBicubic); else o.mode(torch::kBilinear);
+  if (!size.empty()) o.size(size); else o.scale_factor(scale);
+  return TF::interpolate(x, o);
+}
+
+// Antialiased bilinear / bicubic (Note [Antialiased resampling]): downsampling by integer and
+// fractional factors, upsampling, align_corners, scale factors; forward and backward.
+TEST(NNExtraParity, AntialiasedInterpolation) {
+  std::vector<Case> cases;
+  struct Geo {
+    std::vector<int64_t> size;
+    std::vector<double> scale;
+    bool align;
+  };
+  const std::vector<Geo> geos = {{{5, 4}, {}, false}, {{8, 3}, {}, true}, {{23, 20}, {}, false},
+                                 {{}, {0.3, 0.45}, false}, {{}, {1.6, 1.3}, false}, {{1, 6}, {}, true}};
+  for (const std::string mode : {"bilinear", "bicubic"}) {
+    for (const Geo& g : geos) {
+      std::ostringstream name;
+      name << "interpolate " << mode << " antialias size " << g.size.size() << " scale " << g.scale.size()
+           << (g.align ? " align" : "");
+      cases.push_back({name.str(), [mode, g](const EV& v) { return interpolate_aa(v[0], mode, g.size, g.scale, g.align); },
+                       [mode, g](const TV& v) { return interpolate_aa(v[0], mode, g.size, g.scale, g.align); },
+                       {RT({2, 3, 17, 13})}});
+    }
+  }
+  run(cases);
+  // float32 through the compat entry points
+  const ET xf = ember::rand({2, 3, 32, 32});
+  const TT tf = torch::from_blob(xf.contiguous().data_ptr<float>(), {2, 3, 32, 32}).clone();
+  const ET e1 = ember::aten::native::_upsample_bilinear2d_aa(xf, std::vector<int64_t>{8, 10}, false, std::nullopt);
+  const TT t1 = torch::nn::functional::interpolate(
+      tf, TF::InterpolateFuncOptions().size(std::vector<int64_t>{8, 10}).mode(torch::kBilinear).align_corners(false).antialias(true));
+  const ET e2 = ember::aten::native::_upsample_bicubic2d_aa(xf, std::nullopt, true, std::vector<double>{0.4, 0.4});
+  const TT t2 = torch::nn::functional::interpolate(
+      tf, TF::InterpolateFuncOptions().scale_factor(std::vector<double>{0.4, 0.4}).mode(torch::kBicubic).align_corners(true).antialias(true));
+  for (const auto& [e, t] : {std::pair{e1, t1}, std::pair{e2, t2}}) {
+    ASSERT_EQ(e.sizes().vec(), t.sizes().vec());
+    const TT diff = torch::from_blob(e.contiguous().data_ptr<float>(), t.sizes()).sub(t).abs().max();
+    EXPECT_LT(diff.item<float>(), 1e-5);
+  }
+  // Only bilinear and bicubic on 4-D input.
+  try {
+    EF::interpolate(R({1, 2, 9}), EF::InterpolateFuncOptions().size(std::vector<int64_t>{4}).mode(ember::kLinear).antialias(true));
+    ADD_FAILURE() << "linear with antialias did not throw";
+  } catch (const ember::Error& err) {
+    EXPECT_NE(std::string(err.what()).find("Anti-alias option is only supported for bilinear and bicubic"), std::string::npos)
+        << err.what();
+  }
+}
+
 TEST(NNExtraParity, NormsAndDistances) {
   run({
       {"instance_norm", [](const EV& v) {

@@ -98,6 +98,33 @@ Tensor _upsample_nearest_exact2d(const Tensor& input, std::optional<std::vector<
   return F::interpolate(input, o);
 }
 
+namespace {
+Tensor upsample_2d_aa(const char* op, const std::string& mode, const Tensor& input,
+                      std::optional<std::vector<int64_t>> output_size, bool align_corners,
+                      std::optional<std::vector<double>> scale_factors) {
+  EMBER_CHECK(input.dim() == 4, "[", op, "] expected a 4-D [N, C, H, W] input, got ", input.sizes());
+  EMBER_CHECK(output_size.has_value() != scale_factors.has_value(),
+              "[", op, "] give exactly one of output_size and scale_factors");
+  F::InterpolateFuncOptions o;
+  o.mode(mode).align_corners(align_corners).antialias(true);
+  if (output_size) o.size(*output_size);
+  if (scale_factors) o.scale_factor(*scale_factors);
+  return F::interpolate(input, o);
+}
+}  // namespace
+
+Tensor _upsample_bilinear2d_aa(const Tensor& input, std::optional<std::vector<int64_t>> output_size,
+                               bool align_corners, std::optional<std::vector<double>> scale_factors) {
+  return upsample_2d_aa("_upsample_bilinear2d_aa", "bilinear", input, std::move(output_size), align_corners,
+                        std::move(scale_factors));
+}
+
+Tensor _upsample_bicubic2d_aa(const Tensor& input, std::optional<std::vector<int64_t>> output_size,
+                              bool align_corners, std::optional<std::vector<double>> scale_factors) {
+  return upsample_2d_aa("_upsample_bicubic2d_aa", "bicubic", input, std::move(output_size), align_corners,
+                        std::move(scale_factors));
+}
+
 bool is_nonzero(const Tensor& t) {
   EMBER_CHECK(t.numel() == 1, "[is_nonzero] expected a tensor with one element, got ", t.numel(),
               " elements; reduce it first (e.g. .any() or .sum())");

@@ -58,6 +58,12 @@ bool is_nonzero(const Tensor& t);
 // (exactly one of them), as at::native::_upsample_nearest_exact2d.
 Tensor _upsample_nearest_exact2d(const Tensor& input, std::optional<std::vector<int64_t>> output_size,
                                  std::optional<std::vector<double>> scale_factors);
+// interpolate(mode bilinear / bicubic, antialias) with output_size or scale_factors, as
+// at::native::_upsample_bilinear2d_aa and _upsample_bicubic2d_aa.
+Tensor _upsample_bilinear2d_aa(const Tensor& input, std::optional<std::vector<int64_t>> output_size,
+                               bool align_corners, std::optional<std::vector<double>> scale_factors);
+Tensor _upsample_bicubic2d_aa(const Tensor& input, std::optional<std::vector<int64_t>> output_size,
+                              bool align_corners, std::optional<std::vector<double>> scale_factors);
 }  // namespace native
 
 }  // namespace ember::aten

@@ -16,6 +16,7 @@
 #include "ember/ops/creation.h"
 #include "ember/ops/index.h"
 #include "ember/ops/join.h"
+#include "ember/ops/linalg.h"
 #include "ember/ops/pointwise.h"
 #include "ember/ops/pool.h"
 
@@ -635,7 +636,9 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& o) {
   EMBER_CHECK(!o.align_corners() || linear || cubic,
               "[interpolate] align_corners option can only be set with the interpolating modes: linear | bilinear | "
               "bicubic | trilinear");
-  EMBER_CHECK(!o.antialias(), "[interpolate] antialias=true is not supported yet; downsample without it or blur first");
+  EMBER_CHECK(!o.antialias() || ((mode == "bilinear" || cubic) && D == 2),
+              "[interpolate] Anti-alias option is only supported for bilinear and bicubic modes on 4-D input, got mode '",
+              mode, "' and input ", input.sizes());
   if (linear || cubic) {
     const int64_t want = mode == "linear" ? 1 : (mode == "bilinear" || cubic) ? 2 : 3;
     EMBER_CHECK(want == D, "[interpolate] mode '", mode, "' expects a ", want + 2, "-D input, got ", input.sizes());
@@ -661,6 +664,45 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& o) {
       scale = o.recompute_scale_factor().value_or(false) ? static_cast<double>(in) / static_cast<double>(out) : 1.0 / f;
     }
     EMBER_CHECK(out > 0, "[interpolate] the output size must be positive");
+    if (o.antialias()) {
+      // Note [Antialiased resampling]: each output averages the inputs under a filter
+      // (triangle for bilinear, Keys cubic with a = -0.5 for bicubic) stretched by the
+      // downsampling factor, weights normalised to sum to one -- PyTorch's (and PIL's)
+      // antialias. Per dimension that is a fixed [out, in] matrix, applied as a product so
+      // the gradient is the transposed product.
+      const double s = align ? (out > 1 ? static_cast<double>(in - 1) / static_cast<double>(out - 1) : 0.0) : scale;
+      const double half = cubic ? 2.0 : 1.0;
+      const double support = s >= 1.0 ? half * s : half;
+      const double invscale = s >= 1.0 ? 1.0 / s : 1.0;
+      const auto filter = [cubic](double v) {
+        v = std::abs(v);
+        if (cubic) {
+          constexpr double A = -0.5;
+          if (v < 1.0) return ((A + 2.0) * v - (A + 3.0)) * v * v + 1.0;
+          if (v < 2.0) return (((v - 5.0) * v + 8.0) * v - 4.0) * A;
+          return 0.0;
+        }
+        return v < 1.0 ? 1.0 - v : 0.0;
+      };
+      std::vector<double> m(static_cast<size_t>(out * in), 0.0);
+      for (int64_t j = 0; j < out; ++j) {
+        const double center = s * (static_cast<double>(j) + 0.5);
+        const int64_t lo = std::max<int64_t>(static_cast<int64_t>(center - support + 0.5), 0);
+        const int64_t hi = std::min<int64_t>(static_cast<int64_t>(center + support + 0.5), in);
+        double total = 0.0;
+        for (int64_t t = lo; t < hi; ++t) {
+          const double wv = filter((static_cast<double>(t) - center + 0.5) * invscale);
+          m[static_cast<size_t>(j * in + t)] = wv;
+          total += wv;
+        }
+        if (total != 0.0) {
+          for (int64_t t = lo; t < hi; ++t) m[static_cast<size_t>(j * in + t)] /= total;
+        }
+      }
+      const Tensor wt = tensor(m, TensorOptions(kFloat64)).view({out, in}).to(x.dtype());
+      x = matmul(x.transpose(dim, -1), wt.t()).transpose(dim, -1);
+      continue;
+    }
     if (cubic) {
       // Cubic convolution (A = -0.75) over the four source rows around each output, the
       // source position unclamped and the taps clamped to the edge (as PyTorch's bicubic).
