@@ -876,4 +876,59 @@ TEST(TorchCompat, ReshapeAliasUpsampleExactAndDetailAlphaDropout) {
   EXPECT_TRUE(torch::equal(F::detail::alpha_dropout(in, 0.5, false, false), in));
   EXPECT_FALSE(torch::equal(F::detail::feature_alpha_dropout(in.view({50, 100}), 0.5, true, false), in.view({50, 100})));
 }
+
+TEST(TorchCompat, ResetAndMulOutWithGradients) {
+  // reset() undefines this handle only.
+  auto t = torch::ones({2});
+  auto other = t;
+  t.reset();
+  EXPECT_FALSE(t.defined());
+  ASSERT_TRUE(other.defined());
+  EXPECT_EQ(other.sum().item<float>(), 2.f);
+
+  // mul_out records no graph, so it refuses inputs requiring grad in grad mode (libtorch's message).
+  auto s = torch::ones({2, 3}, torch::requires_grad(true));
+  auto out = torch::empty({2, 3});
+  EXPECT_NE(error_of([&] { torch::mul_out(out, s, s); })
+                .find("out=... arguments don't support automatic differentiation, but one of the arguments requires grad"),
+            std::string::npos);
+  {
+    torch::NoGradGuard no_grad;
+    torch::mul_out(out, s, s * 2);
+  }
+  EXPECT_TRUE(torch::equal(out, torch::full({2, 3}, 2.f)));
+  auto plain = torch::full({3}, 3.f);
+  auto dst = torch::empty({1});
+  torch::mul_out(dst, plain, plain);  // resized to the result
+  EXPECT_TRUE(torch::equal(dst, torch::full({3}, 9.f)));
+}
+
+TEST(TorchCompat, RecurrentAndUnpoolDefaultsThroughSequential) {
+  // The hidden state (and max_unpool's output_size) may be left out through AnyModule.
+  torch::manual_seed(0);
+  auto x = torch::randn({4, 2, 2});
+  torch::nn::RNN rnn(2, 3);
+  torch::nn::Sequential seq(torch::nn::Identity(), rnn);
+  auto [out, h] = seq->forward<std::tuple<torch::Tensor, torch::Tensor>>(x);
+  auto [want_out, want_h] = rnn->forward(x);
+  EXPECT_TRUE(torch::equal(out, want_out));
+  EXPECT_TRUE(torch::equal(h, want_h));
+  torch::nn::LSTM lstm(2, 3);
+  torch::nn::AnyModule any_lstm(lstm);
+  auto lstm_out = any_lstm.forward<std::tuple<torch::Tensor, std::tuple<torch::Tensor, torch::Tensor>>>(x);
+  EXPECT_TRUE(torch::equal(std::get<0>(lstm_out), std::get<0>(lstm->forward(x))));
+  torch::nn::GRUCell cell(2, 3);
+  torch::nn::AnyModule any_cell(cell);
+  EXPECT_TRUE(torch::equal(any_cell.forward(x[0]), cell->forward(x[0])));
+  torch::nn::LSTMCell lcell(2, 3);
+  torch::nn::AnyModule any_lcell(lcell);
+  EXPECT_TRUE(torch::equal(std::get<0>(any_lcell.forward<std::tuple<torch::Tensor, torch::Tensor>>(x[0])),
+                           std::get<0>(lcell->forward(x[0]))));
+  // Too many arguments is still an error.
+  EXPECT_NE(error_of([&] { any_cell.forward(x[0], x[0], x[0]); }).find("expects"), std::string::npos);
+
+  torch::nn::Sequential unpool(torch::nn::MaxUnpool1d(3));
+  auto y = unpool->forward(torch::tensor({{{2.f, 4.f, 5.f}}}), torch::tensor({{{1, 3, 4}}}, torch::kLong));
+  EXPECT_TRUE(torch::equal(y, torch::tensor({{{0.f, 2.f, 0.f, 4.f, 5.f, 0.f, 0.f, 0.f, 0.f}}})));
+}
 }  // namespace

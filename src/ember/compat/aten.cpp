@@ -1,5 +1,6 @@
 #include "ember/compat/aten.h"
 
+#include "ember/autograd/grad_mode.h"
 #include "ember/core/check.h"
 #include "ember/nn/functional.h"
 #include "ember/nn/functional_extra.h"
@@ -73,6 +74,10 @@ Tensor& index_put_(const Tensor& self, const std::vector<Tensor>& indices, const
   return self.index_put_(indices, values, accumulate);
 }
 Tensor& mul_out(Tensor& out, const Tensor& a, const Tensor& b) {
+  // As libtorch: an out= form records no graph, so it refuses inputs that would need one.
+  EMBER_CHECK(!is_grad_enabled() || !(a.requires_grad() || b.requires_grad() || out.requires_grad()),
+              "[mul_out] out=... arguments don't support automatic differentiation, but one of the arguments "
+              "requires grad; use mul(a, b) (it records the graph), or call mul_out under NoGradGuard");
   const Tensor result = a.mul(b);
   if (out.sizes() != result.sizes()) out.resize_(result.sizes());
   return out.copy_(result);

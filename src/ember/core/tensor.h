@@ -49,6 +49,8 @@ class Tensor {
   explicit Tensor(IntrusivePtr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
   bool defined() const { return static_cast<bool>(impl_); }
+  // Makes this handle undefined (libtorch's TensorBase::reset); other handles keep the tensor.
+  void reset() noexcept { impl_.reset(); }
   TensorImpl* impl() const { return impl_.get(); }
   const IntrusivePtr<TensorImpl>& impl_ptr() const { return impl_; }
   // Number of handles to the same TensorImpl.

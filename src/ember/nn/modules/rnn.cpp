@@ -13,6 +13,7 @@
 #include "ember/ops/creation.h"
 #include "ember/ops/join.h"
 #include "ember/ops/linalg.h"
+#include "ember/nn/modules/any.h"
 
 namespace ember::nn {
 namespace detail {
@@ -260,6 +261,33 @@ std::tuple<Tensor, Tensor, bool> RNNCellBase::prepare(const Tensor& input, const
 RNNImpl::RNNImpl(const RNNOptions& options_)
     : RNNBase("RNN", detail::make_config(detail::rnn_mode(options_.nonlinearity(), "nn.RNN"), options_)),
       options(options_) {}
+
+namespace {
+std::vector<AnyValue> with_default_state(std::vector<AnyValue>&& arguments, AnyValue state) {
+  std::vector<AnyValue> result(std::make_move_iterator(arguments.begin()), std::make_move_iterator(arguments.end()));
+  if (result.size() < 2) result.push_back(std::move(state));
+  return result;
+}
+}  // namespace
+
+std::vector<AnyValue> RNNImpl::_forward_populate_default_args(std::vector<AnyValue>&& arguments) {
+  return with_default_state(std::move(arguments), AnyValue(Tensor()));
+}
+std::vector<AnyValue> GRUImpl::_forward_populate_default_args(std::vector<AnyValue>&& arguments) {
+  return with_default_state(std::move(arguments), AnyValue(Tensor()));
+}
+std::vector<AnyValue> LSTMImpl::_forward_populate_default_args(std::vector<AnyValue>&& arguments) {
+  return with_default_state(std::move(arguments), AnyValue(std::optional<State>()));
+}
+std::vector<AnyValue> RNNCellImpl::_forward_populate_default_args(std::vector<AnyValue>&& arguments) {
+  return with_default_state(std::move(arguments), AnyValue(Tensor()));
+}
+std::vector<AnyValue> GRUCellImpl::_forward_populate_default_args(std::vector<AnyValue>&& arguments) {
+  return with_default_state(std::move(arguments), AnyValue(Tensor()));
+}
+std::vector<AnyValue> LSTMCellImpl::_forward_populate_default_args(std::vector<AnyValue>&& arguments) {
+  return with_default_state(std::move(arguments), AnyValue(std::optional<State>()));
+}
 
 std::tuple<Tensor, Tensor> RNNImpl::forward(const Tensor& input, const Tensor& h0) {
   OpScope scope("rnn");

@@ -114,6 +114,11 @@ class RNNImpl : public detail::RNNBase {
   explicit RNNImpl(const RNNOptions& options);
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h0 = {});
   std::tuple<Tensor, Tensor> operator()(const Tensor& input, const Tensor& h0 = {});
+  // The hidden state may be left out when run through AnyModule / Sequential (libtorch's
+  // FORWARD_HAS_DEFAULT_ARGS; defined in rnn.cpp to keep AnyValue out of this header).
+  bool _forward_has_default_args() override { return true; }
+  unsigned int _forward_num_required_args() override { return 1; }
+  std::vector<AnyValue> _forward_populate_default_args(std::vector<AnyValue>&& arguments) override;
   std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override;
   RNNOptions options;
 };
@@ -128,6 +133,11 @@ class LSTMImpl : public detail::RNNBase {
   explicit LSTMImpl(const LSTMOptions& options);
   std::tuple<Tensor, State> forward(const Tensor& input, const std::optional<State>& hx = std::nullopt);
   std::tuple<Tensor, State> operator()(const Tensor& input, const std::optional<State>& hx = std::nullopt);
+  // The hidden state may be left out when run through AnyModule / Sequential (libtorch's
+  // FORWARD_HAS_DEFAULT_ARGS; defined in rnn.cpp to keep AnyValue out of this header).
+  bool _forward_has_default_args() override { return true; }
+  unsigned int _forward_num_required_args() override { return 1; }
+  std::vector<AnyValue> _forward_populate_default_args(std::vector<AnyValue>&& arguments) override;
   std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override;
   LSTMOptions options;
 };
@@ -141,6 +151,11 @@ class GRUImpl : public detail::RNNBase {
   explicit GRUImpl(const GRUOptions& options);
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& h0 = {});
   std::tuple<Tensor, Tensor> operator()(const Tensor& input, const Tensor& h0 = {});
+  // The hidden state may be left out when run through AnyModule / Sequential (libtorch's
+  // FORWARD_HAS_DEFAULT_ARGS; defined in rnn.cpp to keep AnyValue out of this header).
+  bool _forward_has_default_args() override { return true; }
+  unsigned int _forward_num_required_args() override { return 1; }
+  std::vector<AnyValue> _forward_populate_default_args(std::vector<AnyValue>&& arguments) override;
   std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override;
   GRUOptions options;
 };
@@ -196,6 +211,11 @@ class RNNCellImpl : public detail::RNNCellBase {
   explicit RNNCellImpl(const RNNCellOptions& options);
   Tensor forward(const Tensor& input, const Tensor& hx = {});
   Tensor operator()(const Tensor& input, const Tensor& hx = {}) { return forward(input, hx); }
+  // The hidden state may be left out when run through AnyModule / Sequential (libtorch's
+  // FORWARD_HAS_DEFAULT_ARGS; defined in rnn.cpp to keep AnyValue out of this header).
+  bool _forward_has_default_args() override { return true; }
+  unsigned int _forward_num_required_args() override { return 1; }
+  std::vector<AnyValue> _forward_populate_default_args(std::vector<AnyValue>&& arguments) override;
   std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override;
   RNNCellOptions options;
 };
@@ -209,6 +229,11 @@ class LSTMCellImpl : public detail::RNNCellBase {
   explicit LSTMCellImpl(const LSTMCellOptions& options);
   State forward(const Tensor& input, const std::optional<State>& hx = std::nullopt);
   State operator()(const Tensor& input, const std::optional<State>& hx = std::nullopt) { return forward(input, hx); }
+  // The hidden state may be left out when run through AnyModule / Sequential (libtorch's
+  // FORWARD_HAS_DEFAULT_ARGS; defined in rnn.cpp to keep AnyValue out of this header).
+  bool _forward_has_default_args() override { return true; }
+  unsigned int _forward_num_required_args() override { return 1; }
+  std::vector<AnyValue> _forward_populate_default_args(std::vector<AnyValue>&& arguments) override;
   std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override;
   LSTMCellOptions options;
 };
@@ -221,6 +246,11 @@ class GRUCellImpl : public detail::RNNCellBase {
   explicit GRUCellImpl(const GRUCellOptions& options);
   Tensor forward(const Tensor& input, const Tensor& hx = {});
   Tensor operator()(const Tensor& input, const Tensor& hx = {}) { return forward(input, hx); }
+  // The hidden state may be left out when run through AnyModule / Sequential (libtorch's
+  // FORWARD_HAS_DEFAULT_ARGS; defined in rnn.cpp to keep AnyValue out of this header).
+  bool _forward_has_default_args() override { return true; }
+  unsigned int _forward_num_required_args() override { return 1; }
+  std::vector<AnyValue> _forward_populate_default_args(std::vector<AnyValue>&& arguments) override;
   std::shared_ptr<Module> clone(const std::optional<Device>& = std::nullopt) const override;
   GRUCellOptions options;
 };
