@@ -155,7 +155,19 @@ TEST(NNExtra, ErrorMessages) {
   EXPECT_NE(ErrorOf([] { F::glu(randn({3, 5}), F::GLUFuncOptions(1)); }).find("must be even"), std::string::npos);
   EXPECT_NE(ErrorOf([] { F::pad(randn({3}), F::PadFuncOptions({4, 0}).mode(kCircular)); }).find("[pad] circular"),
             std::string::npos);
-  EXPECT_NE(ErrorOf([] { F::interpolate(randn({1, 1, 3}), F::InterpolateFuncOptions()); }).find("exactly one of size"),
+  EXPECT_NE(ErrorOf([] { F::interpolate(randn({1, 1, 3}), F::InterpolateFuncOptions()); }).find("either size or scale_factor should be defined"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([] { F::interpolate(randn({2, 2}), F::InterpolateFuncOptions().size(std::vector<int64_t>{4, 4}).mode(kNearestExact)); })
+                .find("Only 3D, 4D and 5D input Tensors supported (got 2D) for the modes: nearest | linear | bilinear | "
+                      "bicubic | trilinear (got kNearestExact)"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([] {
+              F::interpolate(randn({1, 1, 3}),
+                             F::InterpolateFuncOptions().size(std::vector<int64_t>{4}).scale_factor(std::vector<double>{2}));
+            }).find("only one of size or scale_factor should be defined"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([] { F::interpolate(randn({1, 1, 3}), F::InterpolateFuncOptions().scale_factor(std::vector<double>{3, 2.5})); })
+                .find("scale_factor shape must match input shape. Input is 1D, scale_factor size is [3, 2.5]"),
             std::string::npos);
   EXPECT_NE(ErrorOf([] { F::interpolate(randn({1, 1, 3}), F::InterpolateFuncOptions().size(std::vector<int64_t>{4}).mode(kBicubic)); })
                 .find("mode 'bicubic' expects a 4-D input"),

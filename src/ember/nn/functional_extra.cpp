@@ -3,10 +3,12 @@
 #include "ember/nn/functional_extra.h"
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <sstream>
 
 #include "ember/autograd/grad_mode.h"
 #include "ember/core/check.h"
@@ -624,10 +626,43 @@ Tensor pixel_unshuffle(const Tensor& input, int64_t r) {
 Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& o) {
   OpScope scope("interpolate");
   const int64_t D = input.dim() - 2;
-  EMBER_CHECK(D >= 1 && D <= 3, "[interpolate] expected a 3-D, 4-D or 5-D input [N, C, *spatial], got ", input.sizes());
-  EMBER_CHECK(o.size().has_value() != o.scale_factor().has_value(),
-              "[interpolate] give exactly one of size and scale_factor");
   const std::string& mode = o.mode();
+  // libtorch's messages name the mode as its enum tag: "nearest-exact" -> kNearestExact.
+  const auto mode_tag = [&mode] {
+    std::string tag = "k";
+    bool upper = true;
+    for (char ch : mode) {
+      if (ch == '-' || ch == '_') {
+        upper = true;
+        continue;
+      }
+      tag += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(ch))) : ch;
+      upper = false;
+    }
+    return tag;
+  };
+  EMBER_CHECK(D >= 1 && D <= 3, "[interpolate] Input Error: Only 3D, 4D and 5D input Tensors supported (got ",
+              input.dim(), "D) for the modes: nearest | linear | bilinear | bicubic | trilinear (got ", mode_tag(),
+              "); the input is [N, C, *spatial], got ", input.sizes());
+  EMBER_CHECK(o.size().has_value() || o.scale_factor().has_value(),
+              "[interpolate] either size or scale_factor should be defined");
+  EMBER_CHECK(!(o.size().has_value() && o.scale_factor().has_value()),
+              "[interpolate] only one of size or scale_factor should be defined");
+  const auto list = [](const auto& v) {
+    std::ostringstream ss;
+    ss << "[";
+    for (size_t i = 0; i < v.size(); ++i) ss << (i ? ", " : "") << v[i];
+    ss << "]";
+    return ss.str();
+  };
+  if (o.size()) {
+    EMBER_CHECK(o.size()->size() == static_cast<size_t>(D) || o.size()->size() == 1,
+                "[interpolate] size shape must match input shape. Input is ", D, "D, size is ", list(*o.size()));
+  } else {
+    EMBER_CHECK(o.scale_factor()->size() == static_cast<size_t>(D) || o.scale_factor()->size() == 1,
+                "[interpolate] scale_factor shape must match input shape. Input is ", D, "D, scale_factor size is ",
+                list(*o.scale_factor()));
+  }
   const bool linear = mode == "linear" || mode == "bilinear" || mode == "trilinear";
   const bool cubic = mode == "bicubic";
   const bool exact = mode == "nearest-exact";
@@ -652,13 +687,10 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& o) {
     double scale;  // input / output
     if (o.size()) {
       const auto& v = *o.size();
-      EMBER_CHECK(v.size() == static_cast<size_t>(D) || v.size() == 1, "[interpolate] size must have ", D, " values");
       out = v.size() == 1 ? v[0] : v[static_cast<size_t>(i)];
       scale = static_cast<double>(in) / static_cast<double>(out);
     } else {
       const auto& v = *o.scale_factor();
-      EMBER_CHECK(v.size() == static_cast<size_t>(D) || v.size() == 1, "[interpolate] scale_factor must have ", D,
-                  " values");
       const double f = v.size() == 1 ? v[0] : v[static_cast<size_t>(i)];
       out = static_cast<int64_t>(std::floor(static_cast<double>(in) * f));
       scale = o.recompute_scale_factor().value_or(false) ? static_cast<double>(in) / static_cast<double>(out) : 1.0 / f;
