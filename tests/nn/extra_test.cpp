@@ -166,6 +166,10 @@ TEST(NNExtra, ErrorMessages) {
                              F::InterpolateFuncOptions().size(std::vector<int64_t>{4}).scale_factor(std::vector<double>{2}));
             }).find("only one of size or scale_factor should be defined"),
             std::string::npos);
+  // As libtorch, align_corners with a non-interpolating mode is named before a missing size.
+  EXPECT_NE(ErrorOf([] { F::interpolate(randn({1, 1, 3}), F::InterpolateFuncOptions().align_corners(true)); })
+                .find("align_corners option can only be set with the interpolating modes"),
+            std::string::npos);
   EXPECT_NE(ErrorOf([] { F::interpolate(randn({1, 1, 3}), F::InterpolateFuncOptions().scale_factor(std::vector<double>{3, 2.5})); })
                 .find("scale_factor shape must match input shape. Input is 1D, scale_factor size is [3, 2.5]"),
             std::string::npos);

@@ -644,6 +644,14 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& o) {
   EMBER_CHECK(D >= 1 && D <= 3, "[interpolate] Input Error: Only 3D, 4D and 5D input Tensors supported (got ",
               input.dim(), "D) for the modes: nearest | linear | bilinear | bicubic | trilinear (got ", mode_tag(),
               "); the input is [N, C, *spatial], got ", input.sizes());
+  const bool linear = mode == "linear" || mode == "bilinear" || mode == "trilinear";
+  const bool cubic = mode == "bicubic";
+  const bool exact = mode == "nearest-exact";
+  EMBER_CHECK(linear || cubic || exact || mode == "nearest", "[interpolate] mode '", mode,
+              "' is not supported; use nearest, nearest-exact, linear, bilinear, bicubic or trilinear");
+  EMBER_CHECK(!o.align_corners() || linear || cubic,
+              "[interpolate] align_corners option can only be set with the interpolating modes: linear | bilinear | "
+              "bicubic | trilinear");
   EMBER_CHECK(o.size().has_value() || o.scale_factor().has_value(),
               "[interpolate] either size or scale_factor should be defined");
   EMBER_CHECK(!(o.size().has_value() && o.scale_factor().has_value()),
@@ -663,14 +671,6 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& o) {
                 "[interpolate] scale_factor shape must match input shape. Input is ", D, "D, scale_factor size is ",
                 list(*o.scale_factor()));
   }
-  const bool linear = mode == "linear" || mode == "bilinear" || mode == "trilinear";
-  const bool cubic = mode == "bicubic";
-  const bool exact = mode == "nearest-exact";
-  EMBER_CHECK(linear || cubic || exact || mode == "nearest", "[interpolate] mode '", mode,
-              "' is not supported; use nearest, nearest-exact, linear, bilinear, bicubic or trilinear");
-  EMBER_CHECK(!o.align_corners() || linear || cubic,
-              "[interpolate] align_corners option can only be set with the interpolating modes: linear | bilinear | "
-              "bicubic | trilinear");
   EMBER_CHECK(!o.antialias() || ((mode == "bilinear" || cubic) && D == 2),
               "[interpolate] Anti-alias option is only supported for bilinear and bicubic modes on 4-D input, got mode '",
               mode, "' and input ", input.sizes());

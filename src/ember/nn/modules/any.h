@@ -40,6 +40,12 @@ class AnyValue {
   explicit AnyValue(T&& value) : value_(std::decay_t<T>(std::forward<T>(value))) {}
   AnyValue(const AnyValue&) = default;
   AnyValue(AnyValue&&) noexcept = default;
+  // A value-initialised T built in place: FORWARD_HAS_DEFAULT_ARGS's empty optionals (moving
+  // a disengaged std::optional temporary trips GCC 12's -Wmaybe-uninitialized at -O2).
+  template <typename T>
+  static AnyValue make_default() {
+    return AnyValue(std::in_place_type<T>);
+  }
   AnyValue& operator=(const AnyValue&) = default;
   AnyValue& operator=(AnyValue&&) noexcept = default;
 
@@ -58,6 +64,8 @@ class AnyValue {
   const std::type_info& type_info() const noexcept { return value_.type(); }
 
  private:
+  template <typename T>
+  explicit AnyValue(std::in_place_type_t<T> tag) : value_(tag) {}
   std::any value_;
 };
 

@@ -188,7 +188,7 @@ EMBER_FRACTIONAL(FractionalMaxPool3d, 3);
                       const std::optional<std::vector<int64_t>>& output_size = std::nullopt) { \
       return forward(input, indices, output_size);                                            \
     }                                                                                         \
-    EMBER_FORWARD_HAS_DEFAULT_ARGS({2, AnyValue(std::optional<std::vector<int64_t>>())})      \
+    EMBER_FORWARD_HAS_DEFAULT_ARGS({2, AnyValue::make_default<std::optional<std::vector<int64_t>>>()}) \
    public:                                                                                    \
     void pretty_print(std::ostream& stream) const override;                                   \
     MaxUnpoolOptions<D> options;                                                              \

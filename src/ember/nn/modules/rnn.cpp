@@ -277,7 +277,7 @@ std::vector<AnyValue> GRUImpl::_forward_populate_default_args(std::vector<AnyVal
   return with_default_state(std::move(arguments), AnyValue(Tensor()));
 }
 std::vector<AnyValue> LSTMImpl::_forward_populate_default_args(std::vector<AnyValue>&& arguments) {
-  return with_default_state(std::move(arguments), AnyValue(std::optional<State>()));
+  return with_default_state(std::move(arguments), AnyValue::make_default<std::optional<State>>());
 }
 std::vector<AnyValue> RNNCellImpl::_forward_populate_default_args(std::vector<AnyValue>&& arguments) {
   return with_default_state(std::move(arguments), AnyValue(Tensor()));
@@ -286,7 +286,7 @@ std::vector<AnyValue> GRUCellImpl::_forward_populate_default_args(std::vector<An
   return with_default_state(std::move(arguments), AnyValue(Tensor()));
 }
 std::vector<AnyValue> LSTMCellImpl::_forward_populate_default_args(std::vector<AnyValue>&& arguments) {
-  return with_default_state(std::move(arguments), AnyValue(std::optional<State>()));
+  return with_default_state(std::move(arguments), AnyValue::make_default<std::optional<State>>());
 }
 
 std::tuple<Tensor, Tensor> RNNImpl::forward(const Tensor& input, const Tensor& h0) {
