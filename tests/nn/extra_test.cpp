@@ -166,6 +166,10 @@ TEST(NNExtra, ErrorMessages) {
                              F::InterpolateFuncOptions().size(std::vector<int64_t>{4}).scale_factor(std::vector<double>{2}));
             }).find("only one of size or scale_factor should be defined"),
             std::string::npos);
+  // libtorch 1.13's C++ API lets nearest-exact take align_corners(false).
+  EXPECT_EQ(F::interpolate(randn({1, 1, 4}), F::InterpolateFuncOptions().size(std::vector<int64_t>{2}).mode(kNearestExact).align_corners(false))
+                .sizes(),
+            std::vector<int64_t>({1, 1, 2}));
   // As libtorch, align_corners with a non-interpolating mode is named before a missing size.
   EXPECT_NE(ErrorOf([] { F::interpolate(randn({1, 1, 3}), F::InterpolateFuncOptions().align_corners(true)); })
                 .find("align_corners option can only be set with the interpolating modes"),

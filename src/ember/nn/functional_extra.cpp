@@ -649,7 +649,8 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& o) {
   const bool exact = mode == "nearest-exact";
   EMBER_CHECK(linear || cubic || exact || mode == "nearest", "[interpolate] mode '", mode,
               "' is not supported; use nearest, nearest-exact, linear, bilinear, bicubic or trilinear");
-  EMBER_CHECK(!o.align_corners() || linear || cubic,
+  // As libtorch 1.13's C++ API: nearest takes no align_corners at all; nearest-exact accepts false.
+  EMBER_CHECK(!o.align_corners() || linear || cubic || (exact && !*o.align_corners()),
               "[interpolate] align_corners option can only be set with the interpolating modes: linear | bilinear | "
               "bicubic | trilinear");
   EMBER_CHECK(o.size().has_value() || o.scale_factor().has_value(),
