@@ -3,7 +3,6 @@
 #include "ember/nn/functional_extra.h"
 
 #include <algorithm>
-#include <cctype>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -13,6 +12,7 @@
 #include "ember/autograd/grad_mode.h"
 #include "ember/core/check.h"
 #include "ember/core/op_scope.h"
+#include "ember/nn/enum_name.h"
 #include "ember/nn/functional.h"
 #include "ember/nn/loss.h"
 #include "ember/ops/creation.h"
@@ -627,22 +627,8 @@ Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& o) {
   OpScope scope("interpolate");
   const int64_t D = input.dim() - 2;
   const std::string& mode = o.mode();
-  // libtorch's messages name the mode as its enum tag: "nearest-exact" -> kNearestExact.
-  const auto mode_tag = [&mode] {
-    std::string tag = "k";
-    bool upper = true;
-    for (char ch : mode) {
-      if (ch == '-' || ch == '_') {
-        upper = true;
-        continue;
-      }
-      tag += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(ch))) : ch;
-      upper = false;
-    }
-    return tag;
-  };
   EMBER_CHECK(D >= 1 && D <= 3, "[interpolate] Input Error: Only 3D, 4D and 5D input Tensors supported (got ",
-              input.dim(), "D) for the modes: nearest | linear | bilinear | bicubic | trilinear (got ", mode_tag(),
+              input.dim(), "D) for the modes: nearest | linear | bilinear | bicubic | trilinear (got ", ::ember::nn::detail::enum_name(mode),
               "); the input is [N, C, *spatial], got ", input.sizes());
   const bool linear = mode == "linear" || mode == "bilinear" || mode == "trilinear";
   const bool cubic = mode == "bicubic";

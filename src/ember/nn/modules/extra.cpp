@@ -1,5 +1,7 @@
 #include "ember/nn/modules/extra.h"
 
+#include "ember/nn/enum_name.h"
+
 #include <cmath>
 #include <ostream>
 
@@ -30,6 +32,9 @@ void list(std::ostream& os, IntArrayRef v, bool scalar_if_one = true) {
   }
   os << "]";
 }
+}  // namespace
+
+namespace detail {
 // "kNearest" for "nearest", as libtorch prints its enum options.
 std::string enum_name(const std::string& s) {
   std::string out = "k";
@@ -44,7 +49,8 @@ std::string enum_name(const std::string& s) {
   }
   return out;
 }
-}  // namespace
+}  // namespace detail
+using detail::enum_name;
 
 #define EMBER_PRINT(Name) void Name##Impl::pretty_print(std::ostream& os) const
 #define EMBER_FORWARD(Name) Tensor Name##Impl::forward(const Tensor& input)
