@@ -89,7 +89,7 @@ bench-profiler: build
 	@/usr/bin/python3 bench/profiler.py --build $(BUILD_DIR) $(BENCH_FLAGS)
 
 bench-amp: build
-	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench_amp
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target bench_amp bench_profiler fashion_mnist
 	@/usr/bin/python3 bench/amp.py --build $(BUILD_DIR) $(BENCH_FLAGS)
 
 bench-python: build

@@ -54,6 +54,8 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--workers", type=int, default=0)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--amp", choices=["bf16"], default=None,
+                   help="train under torch.autocast('cpu', torch.bfloat16) (evaluation stays float32)")
     args = p.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -72,7 +74,8 @@ def main():
         start = time.perf_counter()
         for x, y in train_loader:
             opt.zero_grad()
-            loss = F.cross_entropy(model(x), y)
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.amp == "bf16"):
+                loss = F.cross_entropy(model(x), y)
             loss.backward()
             opt.step()
             samples += x.shape[0]

@@ -9,10 +9,12 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 #include <tuple>
 #include <vector>
 
+#include "ember/kernels/cpu/conv_dnnl.h"
 #include "ember/kernels/cpu/gemm_lowp.h"
 #include "test_util.h"
 
@@ -168,5 +170,115 @@ TEST_P(LowpConv, Conv2dForwardAndBackwardAgainstFloat32) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, LowpConv, ::testing::Values(kBFloat16, kFloat16));
+
+// Note [bf16 convolution]: oneDNN's native bf16 kernels against the float32 fallback on the
+// same bf16 inputs (both accumulate in float32 and round once, so they differ by summation
+// order only), for geometries with several batch chunks, a ragged last chunk, stride,
+// padding, dilation and 1-D; results must not depend on the thread count.
+TEST(LowpConvNative, Bf16KernelsAgainstTheFallbackAndAcrossThreads) {
+  kernels::cpu::ConvGeometry probe;
+  probe.batch = 2, probe.in_channels = 32, probe.out_channels = 64, probe.in_h = probe.in_w = 8;
+  probe.out_h = probe.out_w = 6, probe.kernel_h = probe.kernel_w = 3;
+  if (!kernels::cpu::dnnl_conv_lowp_eligible(kBFloat16, probe)) {
+    GTEST_SKIP() << "no native bf16 convolution here: " << amp::low_precision_gemm_path(kBFloat16);
+  }
+  manual_seed(21);
+  struct Case {
+    std::vector<int64_t> x, w;
+    int64_t stride, padding, dilation;
+  };
+  const std::vector<Case> cases = {
+      {{19, 32, 14, 14}, {64, 32, 3, 3}, 1, 1, 1},  // 7 chunks of 3 and a tail of 1
+      {{5, 16, 11, 9}, {24, 16, 3, 3}, 2, 1, 1},   // stride 2, odd sizes
+      {{4, 32, 12, 12}, {32, 32, 3, 3}, 1, 2, 2},  // dilation
+      {{6, 48, 30}, {40, 48, 5}, 1, 2, 1},         // conv1d
+  };
+  auto run = [&](const Case& c, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& g) {
+    const Tensor xr = x.detach().requires_grad_(), wr = w.detach().requires_grad_(),
+                 br = b.detach().requires_grad_();
+    const Tensor y = c.x.size() == 3 ? conv1d(xr, wr, br, c.stride, c.padding, c.dilation)
+                                     : conv2d(xr, wr, br, c.stride, c.padding, c.dilation);
+    y.backward(g);
+    return std::vector<Tensor>{y, xr.grad(), wr.grad(), br.grad()};
+  };
+  const int threads = get_num_threads();
+  for (const Case& c : cases) {
+    SCOPED_TRACE(::testing::PrintToString(c.x) + " * " + ::testing::PrintToString(c.w));
+    const Tensor x = randn(c.x).to(kBFloat16);
+    const Tensor w = (randn(c.w) * 0.1).to(kBFloat16);
+    const Tensor b = randn({c.w[0]}).to(kBFloat16);
+    const Tensor y0 = c.x.size() == 3 ? conv1d(x, w, b, c.stride, c.padding, c.dilation)
+                                      : conv2d(x, w, b, c.stride, c.padding, c.dilation);
+    const Tensor g = randn(y0.sizes()).to(kBFloat16);
+    set_num_threads(2);
+    const std::vector<Tensor> native = run(c, x, w, b, g);
+    set_num_threads(1);
+    const std::vector<Tensor> native1 = run(c, x, w, b, g);
+    kernels::cpu::set_lowp_gemm_impl(LowpGemmImpl::Float32);
+    const std::vector<Tensor> fallback = run(c, x, w, b, g);
+    kernels::cpu::set_lowp_gemm_impl(LowpGemmImpl::Auto);
+    set_num_threads(threads);
+    const char* names[] = {"output", "input gradient", "weight gradient", "bias gradient"};
+    for (size_t i = 0; i < native.size(); ++i) {
+      SCOPED_TRACE(names[i]);
+      EXPECT_EQ(native[i].dtype(), kBFloat16);
+      EXPECT_TRUE(equal(native[i], native1[i])) << "1 and 2 threads differ";
+      expect_close(native[i], fallback[i], tol(kBFloat16));
+    }
+    // Against float64 arithmetic on the same inputs: within one bf16 rounding.
+    const Tensor y64 = c.x.size() == 3 ? conv1d(x.to(kFloat64), w.to(kFloat64), b.to(kFloat64), c.stride,
+                                                c.padding, c.dilation)
+                                       : conv2d(x.to(kFloat64), w.to(kFloat64), b.to(kFloat64), c.stride,
+                                                c.padding, c.dilation);
+    expect_close(native[0], y64, tol(kBFloat16));
+  }
+}
+
+}  // namespace lowp_kernels_test
+
+namespace lowp_kernels_test {
+
+// Note [Vectorised bfloat16 conversion]: the copy kernels' vector conversions give the scalar
+// conversion's bits (core/half.h) for every bfloat16 value and for floats of every class:
+// ties to even, values that round up into the next binade or to infinity, NaNs with their
+// payload only in the low bits, subnormals, signed zeros. Run at every CPU level (isa.*.amp).
+TEST(LowpConversions, VectorAndScalarBitsAgree) {
+  std::vector<uint32_t> bits = {0x00000000u, 0x80000000u, 0x7F800000u, 0xFF800000u, 0x7F800001u, 0xFF800001u,
+                                0x7FC00000u, 0x7F80FFFFu, 0x7FFFFFFFu, 0x00000001u, 0x807FFFFFu, 0x3F808000u,
+                                0x3F818000u, 0x3F807FFFu, 0x3F808001u, 0x7F7FFFFFu, 0xFF7F8000u, 0x7F7F7FFFu};
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  while (bits.size() < 200003) {  // an odd length: the vector loops' tails run too
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const auto r = static_cast<uint32_t>(state >> 32);
+    // Every fourth value sits exactly on a tie or one step beside it.
+    bits.push_back(bits.size() % 4 == 0 ? (r & 0xFFFF0000u) | (0x8000u + (r & 3u) - 1u) : r);
+  }
+  std::vector<float> f(bits.size());
+  std::memcpy(f.data(), bits.data(), bits.size() * sizeof(float));
+  const Tensor t = from_blob(f.data(), {static_cast<int64_t>(f.size())}).clone();
+  const Tensor b = t.to(kBFloat16);
+  const BFloat16* got = b.data_ptr<BFloat16>();
+  int64_t bad = 0;
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (got[i].x != BFloat16(f[i]).x && bad++ < 5) {
+      ADD_FAILURE() << "float bits 0x" << std::hex << bits[i] << " -> bf16 0x" << got[i].x << ", expected 0x"
+                    << BFloat16(f[i]).x;
+    }
+  }
+  EXPECT_EQ(bad, 0);
+
+  std::vector<BFloat16> all(65536 + 7);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = BFloat16::from_bits(static_cast<uint16_t>(i));
+  const Tensor h = from_blob(all.data(), {static_cast<int64_t>(all.size())}, kBFloat16).clone();
+  const Tensor w = h.to(kFloat32);
+  const float* wf = w.data_ptr<float>();
+  bad = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    uint32_t want = static_cast<uint32_t>(all[i].x) << 16, have = 0;
+    std::memcpy(&have, wf + i, sizeof(have));
+    if (have != want && bad++ < 5) ADD_FAILURE() << "bf16 0x" << std::hex << all[i].x << " -> 0x" << have;
+  }
+  EXPECT_EQ(bad, 0);
+}
 
 }  // namespace lowp_kernels_test

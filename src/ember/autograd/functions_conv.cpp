@@ -67,8 +67,12 @@ variable_list conv_formula(FnNode& n, const variable_list& grads) {
     }
   }
   if (n.num_outputs() > 2 && n.should_compute_output(2)) {
-    // Spatial sums first (contiguous rows), then the batch: no transposing copy.
-    dbias = (one_d ? g.sum({2}) : g.sum({2, 3})).sum({0});
+    // Spatial sums first (contiguous rows), then the batch: no transposing copy. A bf16/fp16
+    // gradient is summed in float32 and rounded once, like the maps themselves.
+    const bool reduced = g.dtype() == kBFloat16 || g.dtype() == kFloat16;
+    const Tensor g32 = reduced ? g.to(kFloat32) : g;
+    dbias = (one_d ? g32.sum({2}) : g32.sum({2, 3})).sum({0});
+    if (reduced) dbias = dbias.to(g.dtype());
   }
   return {da, db, dbias};
 }

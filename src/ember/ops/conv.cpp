@@ -15,6 +15,7 @@
 #include "ember/ops/creation.h"
 #include "ember/ops/join.h"
 #include "ember/jit/trace_hook.h"
+#include "ember/kernels/cpu/conv_dnnl.h"
 #include "ember/profiler/record.h"
 #include "ember/ops/pointwise_nodes.h"
 
@@ -42,10 +43,52 @@ Tensor as_4d(const Tensor& t, const DimVector& shape3or4) {
   return c.view({shape3or4[0], shape3or4[1], 1, shape3or4[2]});
 }
 
+// A bf16 map on oneDNN's native kernels (Note [bf16 convolution] in kernels/cpu/
+// conv_dnnl.cpp), or undefined when that path does not take the case.
+Tensor conv_raw_lowp(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& bias, const ConvGeometry& g,
+                     bool one_d) {
+  const DType dt = a.dtype();
+  if (!kernels::cpu::dnnl_conv_lowp_eligible(dt, g)) return Tensor();
+  const DimVector xs = x_shape(g, one_d), ys = y_shape(g, one_d), ws = w_shape(g, one_d);
+  const Tensor ac = a.contiguous(), bc = b.contiguous();
+  switch (kind) {
+    case ConvKind::Forward: {
+      Tensor out = empty(ys, dt);
+      const Tensor bias32 = bias.defined() ? bias.to(kFloat32).contiguous() : Tensor();
+      if (kernels::cpu::dnnl_conv_lowp_forward(dt, out.data_ptr(), ac.data_ptr(), bc.data_ptr(),
+                                               bias32.defined() ? bias32.data_ptr<float>() : nullptr, g)) {
+        return out;
+      }
+      break;
+    }
+    case ConvKind::Input: {
+      if (bias.defined()) break;  // bias added before the one rounding: the float32 path
+      Tensor out = empty(xs, dt);
+      if (kernels::cpu::dnnl_conv_lowp_input_grad(dt, out.data_ptr(), ac.data_ptr(), bc.data_ptr(), g)) return out;
+      break;
+    }
+    case ConvKind::Weight: {
+      Tensor out = empty(ws, kFloat32);
+      if (kernels::cpu::dnnl_conv_lowp_weight_grad(dt, out.data_ptr<float>(), ac.data_ptr(), bc.data_ptr(), g)) {
+        return out.to(dt);
+      }
+      break;
+    }
+  }
+  return Tensor();
+}
+
 Tensor conv_raw(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& bias, const ConvGeometry& g,
                 bool one_d) {
-  const DimVector xs = x_shape(g, one_d), ys = y_shape(g, one_d), ws = w_shape(g, one_d);
   const DType dt = a.dtype();
+  if (dt == kFloat16 || dt == kBFloat16) {
+    // Native bf16 where oneDNN has it; otherwise float32 arithmetic on the exact float32
+    // values of the operands, rounded once.
+    if (Tensor out = conv_raw_lowp(kind, a, b, bias, g, one_d); out.defined()) return out;
+    const Tensor bias32 = bias.defined() ? bias.to(kFloat32) : Tensor();
+    return conv_raw(kind, a.to(kFloat32), b.to(kFloat32), bias32, g, one_d).to(dt);
+  }
+  const DimVector xs = x_shape(g, one_d), ys = y_shape(g, one_d), ws = w_shape(g, one_d);
   Tensor out;
   switch (kind) {
     case ConvKind::Forward:
@@ -195,13 +238,9 @@ Tensor convolution(const char* op, const Tensor& input, const Tensor& weight, co
     g.in_h = g.out_h = 1;
   }
 
-  const DType dt = input.dtype();
-  const bool reduced = dt == kFloat16 || dt == kBFloat16;
-  const Tensor xc = reduced ? x.to(kFloat32) : x;
-  const Tensor wc = reduced ? weight.to(kFloat32) : weight;
-  const Tensor bc = reduced && bias.defined() ? bias.to(kFloat32) : bias;
-  Tensor out = conv_prim(transposed ? ConvKind::Input : ConvKind::Forward, xc, wc, bc, g, spatial == 1);
-  if (reduced) out = out.to(dt);
+  // bf16/fp16 tensors go to the primitives as they are (conv_raw picks native bf16 kernels or
+  // float32 arithmetic rounded once), so backward saves and produces the low-precision dtype.
+  Tensor out = conv_prim(transposed ? ConvKind::Input : ConvKind::Forward, x, weight, bias, g, spatial == 1);
   if (profiler::is_enabled()) {
     // Multiply-adds: every element of the larger side meets one filter's worth of weights.
     const int64_t per_filter = weight.size(0) ? weight.numel() / weight.size(0) : 0;

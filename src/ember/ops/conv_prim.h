@@ -18,9 +18,10 @@ namespace ember {
 
 enum class ConvKind : int64_t { Forward = 0, Input = 1, Weight = 2 };
 
-// The convolution maps on batched float32/float64 tensors with the shapes of `g`; with
-// one_d the tensors are 3-D (the height dim of g, of size 1, is dropped). bias (Forward
-// and Input only, may be undefined) is added per output channel.
+// The convolution maps on batched float32/float64/bfloat16/float16 tensors with the shapes
+// of `g`; with one_d the tensors are 3-D (the height dim of g, of size 1, is dropped). bias
+// (Forward and Input only, may be undefined) is added per output channel. Low-precision maps
+// accumulate in float32 and round once (Note [bf16 convolution] in kernels/cpu/conv_dnnl.cpp).
 Tensor conv_prim(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& bias,
                  const kernels::cpu::ConvGeometry& g, bool one_d);
 

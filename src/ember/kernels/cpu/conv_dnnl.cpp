@@ -1,4 +1,4 @@
-// oneDNN convolution kernels (float32).
+// oneDNN convolution kernels (float32, and bfloat16 with float32 accumulation).
 //
 // Note [oneDNN convolution]: oneDNN's direct convolution kernels want activations in a
 // channel-blocked layout (nChw16c), and its own threading splits the weight-gradient
@@ -10,7 +10,16 @@
 //   - runs each chunk on one thread (reorder NCHW -> blocked, convolve, reorder back), and
 //   - for the weight gradient, adds the chunks' partial sums in chunk order afterwards.
 // A chunk's result depends only on its images and the plan, never on which thread ran it,
-// so 1 and N threads give the same bits. Primitives are cached per geometry and chunk size.
+// so 1 and N threads give the same bits. Primitives are cached per geometry, chunk size and
+// dtype.
+//
+// Note [bf16 convolution]: with bfloat16 activations and weights, oneDNN's AVX512-BF16 / AMX
+// kernels multiply bf16 pairs exactly and accumulate in float32; the forward and input-
+// gradient maps round their result to bf16 once, like the float32 fallback (convert, convolve
+// in float32, round). The weight gradient's chunks write float32 partial sums, added in chunk
+// order as above and rounded once at the end. The bias stays float32 (exact conversion). The
+// path runs only where oneDNN has native bf16 instructions and ember's CPU level is avx512
+// (the same choice as Note [Low-precision GEMM]); elsewhere the ops use the fallback.
 
 #include "ember/kernels/cpu/conv_dnnl.h"
 
@@ -30,6 +39,7 @@
 #include <vector>
 
 #include "ember/core/parallel.h"
+#include "ember/kernels/cpu/gemm_lowp.h"
 #include "ember/kernels/cpu/one_thread.h"
 
 namespace ember::kernels::cpu {
@@ -131,15 +141,17 @@ struct Plan {
   memory::desc scratch_md;
 };
 
-using Key = std::array<int64_t, 18>;
+using Key = std::array<int64_t, 19>;
 
-Key make_key(Kind kind, const ConvGeometry& g, int64_t mb, bool bias) {
+Key make_key(Kind kind, const ConvGeometry& g, int64_t mb, bool bias, DT dt) {
   return {static_cast<int64_t>(kind), mb, g.in_channels, g.in_h, g.in_w, g.out_channels, g.out_h, g.out_w,
           g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.pad_h, g.pad_w, g.dil_h, g.dil_w, g.groups,
-          bias ? 1 : 0};
+          bias ? 1 : 0, static_cast<int64_t>(dt)};
 }
 
-std::shared_ptr<const Plan> build_plan(Kind kind, const ConvGeometry& g, int64_t mb, bool bias) {
+// dt: the activations' and weights' type (f32 or bf16). The bias and a weight gradient are
+// float32 either way (Note [bf16 convolution]).
+std::shared_ptr<const Plan> build_plan(Kind kind, const ConvGeometry& g, int64_t mb, bool bias, DT dt) {
   const memory::dims x_dims{mb, g.in_channels, g.in_h, g.in_w};
   const memory::dims y_dims{mb, g.out_channels, g.out_h, g.out_w};
   const memory::dims w_dims{g.out_channels, g.in_channels, g.kernel_h, g.kernel_w};
@@ -151,10 +163,10 @@ std::shared_ptr<const Plan> build_plan(Kind kind, const ConvGeometry& g, int64_t
                            (g.out_w - 1) * g.stride_w + (g.kernel_w - 1) * g.dil_w + 1 - g.in_w - g.pad_w};
   if (pad_r[0] < 0 || pad_r[1] < 0) return nullptr;
 
-  const memory::desc x_user(x_dims, DT::f32, Tag::nchw), y_user(y_dims, DT::f32, Tag::nchw),
-      w_user(w_dims, DT::f32, Tag::oihw), b_user({g.out_channels}, DT::f32, Tag::x);
-  const memory::desc x_any(x_dims, DT::f32, Tag::any), y_any(y_dims, DT::f32, Tag::any),
-      w_any(w_dims, DT::f32, Tag::any);
+  const memory::desc x_user(x_dims, dt, Tag::nchw), y_user(y_dims, dt, Tag::nchw), w_user(w_dims, dt, Tag::oihw),
+      b_user({g.out_channels}, DT::f32, Tag::x);
+  const memory::desc x_any(x_dims, dt, Tag::any), y_any(y_dims, dt, Tag::any), w_any(w_dims, dt, Tag::any);
+  const memory::desc dw_user(w_dims, DT::f32, Tag::oihw), dw_any(w_dims, DT::f32, Tag::any);
   dnnl::primitive_attr attr;
   attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
 
@@ -180,7 +192,7 @@ std::shared_ptr<const Plan> build_plan(Kind kind, const ConvGeometry& g, int64_t
     p.out_conv = layout(p.arg_out);
     if (kind != Kind::Weight) p.w_conv = layout(DNNL_ARG_WEIGHTS);
   };
-  p.w_user = w_user;
+  p.w_user = kind == Kind::Weight ? dw_user : w_user;
   switch (kind) {
     case Kind::Forward:
       p.arg_in1 = DNNL_ARG_SRC, p.in1_user = x_user;
@@ -198,8 +210,8 @@ std::shared_ptr<const Plan> build_plan(Kind kind, const ConvGeometry& g, int64_t
     case Kind::Weight: {
       p.arg_in1 = DNNL_ARG_SRC, p.in1_user = x_user;
       p.arg_in2 = DNNL_ARG_DIFF_DST, p.in2_user = y_user;
-      p.arg_out = DNNL_ARG_DIFF_WEIGHTS, p.out_user = w_user;
-      const dnnl::convolution_backward_weights::desc d(alg, x_any, w_any, y_any, strides, dilates, pad_l, pad_r);
+      p.arg_out = DNNL_ARG_DIFF_WEIGHTS, p.out_user = dw_user;
+      const dnnl::convolution_backward_weights::desc d(alg, x_any, dw_any, y_any, strides, dilates, pad_l, pad_r);
       const dnnl::convolution_backward_weights::primitive_desc pd(d, attr, cpu_engine(), fwd_pd);
       adopt(pd, dnnl::convolution_backward_weights(pd));
       break;
@@ -216,17 +228,17 @@ std::shared_ptr<const Plan> build_plan(Kind kind, const ConvGeometry& g, int64_t
 
 // The cached plan for a geometry, or null when oneDNN cannot take it. Plans are built with
 // OpenMP limited to one thread (Note [oneDNN convolution]).
-std::shared_ptr<const Plan> get_plan(Kind kind, const ConvGeometry& g, int64_t mb, bool bias) {
+std::shared_ptr<const Plan> get_plan(Kind kind, const ConvGeometry& g, int64_t mb, bool bias, DT dt) {
   static std::mutex mutex;
   static std::map<Key, std::shared_ptr<const Plan>> cache;
-  const Key key = make_key(kind, g, mb, bias);
+  const Key key = make_key(kind, g, mb, bias, dt);
   std::lock_guard<std::mutex> lock(mutex);
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   std::shared_ptr<const Plan> plan;
   try {
     OneOmpThread one_thread;
-    plan = build_plan(kind, g, mb, bias);
+    plan = build_plan(kind, g, mb, bias, dt);
   } catch (const dnnl::error&) {
     plan = nullptr;  // not supported here (ISA, shape): the im2col path takes it
   }
@@ -241,19 +253,27 @@ void run_reorder(const Reorder& r, dnnl::stream& s, const memory& from, const me
 
 // Runs `kind` over the batch in chunks. in1/in2 point at the batch's first image; out is
 // written per chunk (Forward/Input: the chunk's images; Weight: row c of [chunks, weight]).
-// w: the weight in OIHW (Forward/Input).
+// w: the weight in OIHW (Forward/Input). Sizes count elements of dt (Weight's out: floats).
 struct ChunkRun {
   Kind kind;
   const ConvGeometry& g;
-  const float* in1;
-  int64_t in1_image;  // floats per image of in1
-  const float* in2;
+  DT dt;
+  const void* in1;
+  int64_t in1_image;  // elements per image of in1
+  const void* in2;
   int64_t in2_image;
-  const float* w;
+  const void* w;
   const float* bias;
-  float* out;
-  int64_t out_image;  // floats per image of out (Forward/Input); per chunk for Weight
+  void* out;
+  int64_t out_image;  // elements per image of out (Forward/Input); per chunk for Weight
 };
+
+size_t elem_size(DT dt) { return dt == DT::f32 ? 4 : 2; }
+
+// p + i elements of type dt, as oneDNN's void* handle.
+void* at(const void* p, int64_t i, DT dt) {
+  return static_cast<std::byte*>(const_cast<void*>(p)) + static_cast<size_t>(i) * elem_size(dt);
+}
 
 bool run_chunks(const ChunkRun& r) {
   const ConvGeometry& g = r.g;
@@ -261,8 +281,8 @@ bool run_chunks(const ChunkRun& r) {
   const int64_t chunks = ceil_div(g.batch, mb);
   const int64_t tail = g.batch - (chunks - 1) * mb;
   const bool bias = r.bias != nullptr;
-  const auto full_plan = get_plan(r.kind, g, mb, bias);
-  const auto tail_plan = tail == mb ? full_plan : get_plan(r.kind, g, tail, bias);
+  const auto full_plan = get_plan(r.kind, g, mb, bias, r.dt);
+  const auto tail_plan = tail == mb ? full_plan : get_plan(r.kind, g, tail, bias, r.dt);
   if (!full_plan || !tail_plan) return false;
   dnnl::engine& eng = cpu_engine();
   // Forward/Input: the weight in the layout the plans chose (oneDNN picks it from the shapes
@@ -275,7 +295,7 @@ bool run_chunks(const ChunkRun& r) {
       OneOmpThread one_thread;
       ThreadState& ts = thread_state();
       const Plan& p = *full_plan;
-      const memory from(p.w_user, eng, const_cast<float*>(r.w));
+      const memory from(p.w_user, eng, const_cast<void*>(r.w));
       const memory to(p.w_conv, eng, weight_storage.get(p.w_conv.get_size()));
       const memory scratch(p.scratch_md, eng, ts.scratch.get(std::max<size_t>(p.scratch_bytes, 1)));
       run_reorder(p.r_w, ts.get_stream(), from, to, scratch);
@@ -291,18 +311,18 @@ bool run_chunks(const ChunkRun& r) {
       const Plan& p = c == chunks - 1 ? *tail_plan : *full_plan;
       const int64_t n0 = c * mb;
       const memory scratch(p.scratch_md, eng, ts.scratch.get(std::max<size_t>(p.scratch_bytes, 1)));
-      const memory in1_user(p.in1_user, eng, const_cast<float*>(r.in1 + n0 * r.in1_image));
+      const memory in1_user(p.in1_user, eng, at(r.in1, n0 * r.in1_image, r.dt));
       memory in1 = in1_user;
       if (!p.r_in1.identity) {
         in1 = memory(p.in1_conv, eng, ts.in1.get(p.in1_conv.get_size()));
         run_reorder(p.r_in1, s, in1_user, in1, scratch);
       }
-      float* out_ptr = r.kind == Kind::Weight ? r.out + c * r.out_image : r.out + n0 * r.out_image;
+      void* out_ptr = r.kind == Kind::Weight ? at(r.out, c * r.out_image, DT::f32) : at(r.out, n0 * r.out_image, r.dt);
       const memory out_user(p.out_user, eng, out_ptr);
       const memory out = p.r_out.identity ? out_user : memory(p.out_conv, eng, ts.out.get(p.out_conv.get_size()));
       std::unordered_map<int, memory> args{{p.arg_in1, in1}, {p.arg_out, out}, {DNNL_ARG_SCRATCHPAD, scratch}};
       if (r.kind == Kind::Weight) {
-        const memory in2_user(p.in2_user, eng, const_cast<float*>(r.in2 + n0 * r.in2_image));
+        const memory in2_user(p.in2_user, eng, at(r.in2, n0 * r.in2_image, r.dt));
         memory in2 = in2_user;
         if (!p.r_in2.identity) {
           in2 = memory(p.in2_conv, eng, ts.in2.get(p.in2_conv.get_size()));
@@ -329,20 +349,21 @@ bool run_chunks(const ChunkRun& r) {
 bool dnnl_conv_enabled() { return enabled_flag().load(std::memory_order_relaxed); }
 void set_dnnl_conv_enabled(bool enabled) { enabled_flag().store(enabled, std::memory_order_relaxed); }
 
-bool dnnl_conv_forward(float* y, const float* x, const float* w, const float* bias, const ConvGeometry& g) {
-  if (!dnnl_conv_enabled() || !eligible(g)) return false;
-  return run_chunks({Kind::Forward, g, x, g.in_channels * g.in_h * g.in_w, nullptr, 0, w, bias, y,
+namespace {
+
+DT dnnl_type(DType dt) { return dt == kBFloat16 ? DT::bf16 : DT::f32; }
+
+bool run_forward(DT dt, void* y, const void* x, const void* w, const float* bias, const ConvGeometry& g) {
+  return run_chunks({Kind::Forward, g, dt, x, g.in_channels * g.in_h * g.in_w, nullptr, 0, w, bias, y,
                      g.out_channels * g.out_h * g.out_w});
 }
 
-bool dnnl_conv_input_grad(float* dx, const float* dy, const float* w, const ConvGeometry& g) {
-  if (!dnnl_conv_enabled() || !eligible(g)) return false;
-  return run_chunks({Kind::Input, g, dy, g.out_channels * g.out_h * g.out_w, nullptr, 0, w, nullptr, dx,
+bool run_input_grad(DT dt, void* dx, const void* dy, const void* w, const ConvGeometry& g) {
+  return run_chunks({Kind::Input, g, dt, dy, g.out_channels * g.out_h * g.out_w, nullptr, 0, w, nullptr, dx,
                      g.in_channels * g.in_h * g.in_w});
 }
 
-bool dnnl_conv_weight_grad(float* dw, const float* x, const float* dy, const ConvGeometry& g) {
-  if (!dnnl_conv_enabled() || !eligible(g)) return false;
+bool run_weight_grad(DT dt, float* dw, const void* x, const void* dy, const ConvGeometry& g) {
   const int64_t mb = ceil_div(g.batch, kChunks);
   const int64_t chunks = ceil_div(g.batch, mb);
   const int64_t wsize = g.out_channels * g.in_channels * g.kernel_h * g.kernel_w;
@@ -354,7 +375,7 @@ bool dnnl_conv_weight_grad(float* dw, const float* x, const float* dy, const Con
     all.resize(static_cast<size_t>(chunks * wsize));
     target = all.data();
   }
-  if (!run_chunks({Kind::Weight, g, x, g.in_channels * g.in_h * g.in_w, dy, g.out_channels * g.out_h * g.out_w,
+  if (!run_chunks({Kind::Weight, g, dt, x, g.in_channels * g.in_h * g.in_w, dy, g.out_channels * g.out_h * g.out_w,
                    nullptr, nullptr, target, wsize})) {
     return false;
   }
@@ -366,6 +387,43 @@ bool dnnl_conv_weight_grad(float* dw, const float* x, const float* dy, const Con
     }
   }
   return true;
+}
+
+}  // namespace
+
+bool dnnl_conv_forward(float* y, const float* x, const float* w, const float* bias, const ConvGeometry& g) {
+  if (!dnnl_conv_enabled() || !eligible(g)) return false;
+  return run_forward(DT::f32, y, x, w, bias, g);
+}
+
+bool dnnl_conv_input_grad(float* dx, const float* dy, const float* w, const ConvGeometry& g) {
+  if (!dnnl_conv_enabled() || !eligible(g)) return false;
+  return run_input_grad(DT::f32, dx, dy, w, g);
+}
+
+bool dnnl_conv_weight_grad(float* dw, const float* x, const float* dy, const ConvGeometry& g) {
+  if (!dnnl_conv_enabled() || !eligible(g)) return false;
+  return run_weight_grad(DT::f32, dw, x, dy, g);
+}
+
+bool dnnl_conv_lowp_eligible(DType dt, const ConvGeometry& g) {
+  return dt == kBFloat16 && dnnl_conv_enabled() && eligible(g) && lowp_gemm_impl(dt) == LowpGemmImpl::OneDnn;
+}
+
+bool dnnl_conv_lowp_forward(DType dt, void* y, const void* x, const void* w, const float* bias,
+                            const ConvGeometry& g) {
+  if (!dnnl_conv_lowp_eligible(dt, g)) return false;
+  return run_forward(dnnl_type(dt), y, x, w, bias, g);
+}
+
+bool dnnl_conv_lowp_input_grad(DType dt, void* dx, const void* dy, const void* w, const ConvGeometry& g) {
+  if (!dnnl_conv_lowp_eligible(dt, g)) return false;
+  return run_input_grad(dnnl_type(dt), dx, dy, w, g);
+}
+
+bool dnnl_conv_lowp_weight_grad(DType dt, float* dw, const void* x, const void* dy, const ConvGeometry& g) {
+  if (!dnnl_conv_lowp_eligible(dt, g)) return false;
+  return run_weight_grad(dnnl_type(dt), dw, x, dy, g);
 }
 
 }  // namespace ember::kernels::cpu

@@ -13,6 +13,17 @@ bool dnnl_conv_forward(float* y, const float* x, const float* w, const float* bi
 bool dnnl_conv_input_grad(float* dx, const float* dy, const float* w, const ConvGeometry& g);
 bool dnnl_conv_weight_grad(float* dw, const float* x, const float* dy, const ConvGeometry& g);
 
+// bfloat16 x, w, y / dy, dx (contiguous NCHW, uint16 storage) with float32 accumulation, a
+// float32 bias and a float32 weight gradient (Note [bf16 convolution] in conv_dnnl.cpp).
+// Taken only where dnnl_conv_lowp_eligible(dt, g): dt is kBFloat16, oneDNN has native bf16
+// instructions and the low-precision GEMM runs on oneDNN (gemm_lowp.h), and the geometry
+// suits oneDNN; the functions return false, having done nothing, otherwise.
+bool dnnl_conv_lowp_eligible(DType dt, const ConvGeometry& g);
+bool dnnl_conv_lowp_forward(DType dt, void* y, const void* x, const void* w, const float* bias,
+                            const ConvGeometry& g);
+bool dnnl_conv_lowp_input_grad(DType dt, void* dx, const void* dy, const void* w, const ConvGeometry& g);
+bool dnnl_conv_lowp_weight_grad(DType dt, float* dw, const void* x, const void* dy, const ConvGeometry& g);
+
 // Whether the oneDNN path is used at all (default: yes, unless the environment variable
 // EMBER_CONV_IMPL is "im2col"). Tests switch it to compare the two paths.
 bool dnnl_conv_enabled();

@@ -111,11 +111,15 @@ std::shared_ptr<const Plan> plan_for(const PlanKey& key) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Rows per block: blocks of about 2^21 multiply-adds, at least 16 rows, a multiple of 16.
+// Rows per block: at least 16 (a multiple of 16) and at least a 1/kBlocks share of m, and
+// blocks of at least about 2^21 multiply-adds. oneDNN packs b again for every call, so a
+// block of few rows against a large b spends its time packing: 16-row blocks of a 1024^3
+// product ran at 85 GFLOP/s on one Zen 4 core, 128-row blocks (8 per matrix) at 110-130.
 int64_t block_rows(int64_t m, int64_t n, int64_t k) {
   constexpr int64_t kWork = int64_t{1} << 21;
+  constexpr int64_t kBlocks = 8;
   const int64_t per_row = std::max<int64_t>(1, n * k);
-  const int64_t rows = std::max<int64_t>(16, kWork / per_row / 16 * 16);
+  const int64_t rows = std::max({int64_t{16}, kWork / per_row / 16 * 16, ceil_div(ceil_div(m, kBlocks), 16) * 16});
   return std::min(m, rows);
 }
 
