@@ -16,6 +16,7 @@
 #include "ember/serialize/json.h"
 #include <ember/ember.h>
 #include <ember/quant/fake_quant.h>
+#include <ember/quant/qlinear.h>
 #include <ember/quant/quantized_ops.h>
 
 #include <atomic>
@@ -581,6 +582,63 @@ const std::vector<OpEntry>& op_table() {
       OP(quantized_adaptive_avg_pool2d, quant::quantized_adaptive_avg_pool2d(
                                             c.coin() ? quant::quantize_per_tensor(randn({2, 3, 5, 4}), 0.1, 64) : c.tensor(kUInt8),
                                             c.coin() ? 64 : c.integer(), c.ints(2))),
+      // ONNX's int8 operators (quant/qlinear.h): grids as tensors, hostile or consistent.
+      OP(quantize_linear, quant::quantize_linear(c.tensor(), c.coin() ? full({}, 0.1) : c.tensor(),
+                                                 c.coin() ? Tensor() : c.tensor(c.coin() ? kUInt8 : kInt8), c.integer())),
+      OP(dequantize_linear, quant::dequantize_linear(c.tensor(c.coin() ? std::optional<DType>(kUInt8) : std::nullopt),
+                                                     c.coin() ? full({}, 0.1) : c.tensor(),
+                                                     c.coin() ? Tensor() : c.tensor(kUInt8), c.integer())),
+      OP(qlinear_conv2d, {
+        Tensor x = c.tensor(kUInt8), w = c.tensor(kInt8), ws = c.tensor(kFloat32), wz = c.maybe(c.tensor(kInt8)),
+               b = c.maybe(c.tensor(kInt32));
+        if (c.coin()) {  // consistent shapes, codes over the whole range
+          const int64_t C = 1 + static_cast<int64_t>(c.u() % 3), OC = 1 + static_cast<int64_t>(c.u() % 4);
+          x = randint(0, 256, {static_cast<int64_t>(c.u() % 3), C, 1 + static_cast<int64_t>(c.u() % 7),
+                               1 + static_cast<int64_t>(c.u() % 7)}).to(kUInt8);
+          w = randint(-128, 128, {OC, C, 1 + static_cast<int64_t>(c.u() % 3), 1 + static_cast<int64_t>(c.u() % 3)}).to(kInt8);
+          ws = rand({OC}) + 0.01;
+          wz = zeros({OC}, TensorOptions(kInt8));
+          b = c.maybe(randint(-100, 100, {OC}).to(kInt32));
+        }
+        const Tensor s = c.coin() ? full({}, 0.05) : c.tensor(), z = c.coin() ? zeros({}, TensorOptions(kUInt8)) : c.tensor();
+        quant::qlinear_conv2d(x, s, z, w, ws, wz, c.coin() ? full({}, 0.1) : c.tensor(), z, b,
+                              c.coin() ? c.ints(2) : std::vector<int64_t>{1}, c.ints(2),
+                              c.coin() ? c.ints(2) : std::vector<int64_t>{1}, c.coin() ? 1 : c.integer());
+      }),
+      OP(qlinear_matmul, {
+        Tensor a = c.tensor(kUInt8), b = c.tensor(kInt8), bs = c.tensor(kFloat32);
+        if (c.coin()) {
+          const int64_t K = static_cast<int64_t>(c.u() % 5), N = 1 + static_cast<int64_t>(c.u() % 5);
+          a = randint(0, 256, {static_cast<int64_t>(c.u() % 3), K}).to(kUInt8);
+          b = randint(-128, 128, {K, N}).to(kInt8);
+          bs = c.coin() ? rand({N}) + 0.01 : full({}, 0.02);
+        }
+        const Tensor s = full({}, c.coin() ? 0.05 : c.real()), z = zeros({}, TensorOptions(kUInt8));
+        quant::qlinear_matmul(a, s, c.coin() ? z : c.tensor(), b, bs, c.maybe(c.tensor(kInt8)), s, z);
+      }),
+      OP(qlinear_add, {
+        const Tensor s = c.coin() ? full({}, 0.05) : c.tensor(), z = c.coin() ? Tensor() : c.tensor(kUInt8);
+        quant::qlinear_add(c.tensor(kUInt8), s, z, c.tensor(kUInt8), s, z, c.coin() ? full({}, 0.1) : c.tensor(), z);
+      }),
+      OP(qlinear_concat, {
+        std::vector<Tensor> xs = tensors(c);
+        const Tensor s = c.coin() ? full({}, 0.05) : c.tensor(), z = c.coin() ? zeros({}, TensorOptions(kUInt8)) : c.tensor();
+        std::vector<Tensor> scales(c.coin() ? xs.size() : c.u() % 4, s), zps(c.coin() ? xs.size() : c.u() % 4, z);
+        if (c.coin()) {
+          for (Tensor& x : xs) x = x.to(kUInt8);
+        }
+        quant::qlinear_concat(xs, scales, zps, s, z, c.coin() ? 0 : c.dim());
+      }),
+      OP(qlinear_avg_pool2d, {
+        const Tensor s = c.coin() ? full({}, 0.05) : c.tensor(), z = c.coin() ? zeros({}, TensorOptions(kUInt8)) : c.tensor();
+        quant::qlinear_avg_pool2d(c.coin() ? randint(0, 256, {2, 3, 5, 4}).to(kUInt8) : c.tensor(kUInt8), s, z, s, z,
+                                  c.ints(2), c.ints(2), c.ints(2), c.coin(), c.coin());
+      }),
+      OP(qlinear_global_avg_pool2d, {
+        const Tensor s = c.coin() ? full({}, 0.05) : c.tensor(), z = c.coin() ? zeros({}, TensorOptions(kUInt8)) : c.tensor();
+        quant::qlinear_global_avg_pool2d(c.coin() ? randint(0, 256, {2, 3, 5, 4}).to(kUInt8) : c.tensor(kUInt8), s, z,
+                                         full({}, 0.1), z);
+      }),
       // nn::functional
       OP(leaky_relu, o.push_back(F::leaky_relu(c.tensor(), c.real()))),
       OP(dropout, o.push_back(F::dropout(c.tensor(), c.real(), c.coin()))),
@@ -691,7 +749,7 @@ std::set<std::string> declared_ops(const std::string& src) {
   const char* headers[] = {"ops/creation.h", "ops/pointwise.h", "ops/reduce.h", "ops/linalg.h", "ops/view.h",
                            "ops/join.h",     "ops/index.h",     "ops/sort.h",   "ops/conv.h",   "ops/pool.h",
                            "nn/functional.h", "nn/loss.h",      "core/tensor.h",
-                           "quant/fake_quant.h", "quant/quantized_ops.h"};
+                           "quant/fake_quant.h", "quant/quantized_ops.h", "quant/qlinear.h"};
   // A declaration that returns tensors: `Tensor name(`, `Tensor& name(`, `std::vector<Tensor> name(`,
   // `std::tuple<...> name(`, `bool name(` (allclose, equal, can_cast), `DimVector name(`.
   const std::regex decl(

@@ -127,7 +127,7 @@ def _pool2d(x, a, kind):
     pt, pl, pb, pr = a.get("pads", [0, 0, 0, 0])
     if a.get("ceil_mode", 0) or a.get("dilations", [1, 1]) != [1, 1]:
         raise NotImplementedError("the numpy evaluator pools without ceil_mode or dilations only")
-    fill = -np.inf if kind == "max" else 0.0
+    fill = (np.iinfo(x.dtype).min if np.issubdtype(x.dtype, np.integer) else -np.inf) if kind == "max" else 0.0
     xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=fill)
     ones = np.pad(np.ones(x.shape[2:]), ((pt, pb), (pl, pr)))
     oh, ow = (xp.shape[2] - kh) // sh + 1, (xp.shape[3] - kw) // sw + 1
@@ -199,6 +199,83 @@ def _conv_transpose(x, w, b, a):
 
 def _trilu(x, k, upper):
     return np.triu(x, k) if upper else np.tril(x, k)
+
+
+def _zp(i, k):
+    """Zero point input k (absent: uint8 0)."""
+    return np.asarray(i[k]) if len(i) > k and i[k] is not None else np.zeros((), np.uint8)
+
+
+def _centered(q, zp):
+    """Codes minus their zero point, as exact integers."""
+    return q.astype(np.int64) - np.asarray(zp).astype(np.int64)
+
+
+def _requantize(v, y_scale, y_zp):
+    """saturate(rint(v / y_scale) + y_zp), in float32."""
+    info = np.iinfo(y_zp.dtype)
+    q = np.rint(np.asarray(v, np.float32) / np.float32(y_scale)) + y_zp.astype(np.float32)
+    return np.clip(q, info.min, info.max).astype(y_zp.dtype)
+
+
+def _qlinear_product(acc, x_scale, w_scale, y_scale, y_zp, channel_shape):
+    """Integer sums onto the output grid with ONNX Runtime's float32 multiplier per channel:
+    saturate(rint(float(acc) * (x_scale * w_scale / y_scale)) + y_zp)."""
+    m = (np.float32(x_scale) * np.asarray(w_scale, np.float32)) / np.float32(y_scale)
+    v = acc.astype(np.float32) * m.reshape(channel_shape if m.ndim else ())
+    info = np.iinfo(y_zp.dtype)
+    return np.clip(np.rint(v) + y_zp.astype(np.float32), info.min, info.max).astype(y_zp.dtype)
+
+
+def eval_qoperator(t, a, i):
+    """The int8 operators of the QOperator form (ONNX's QLinearConv / QLinearMatMul and
+    ONNX Runtime's com.microsoft QLinearAdd / QLinearConcat / QLinearAveragePool /
+    QLinearGlobalAveragePool): integer sums exact, every rounding half to even in float32."""
+    if t == "QLinearConv":
+        x, xs, xz, w, ws, wz, ys, yz = i[:8]
+        wz = np.asarray(wz)
+        acc = _conv(_centered(x, xz), _centered(w, wz.reshape([-1, 1, 1, 1]) if wz.ndim else wz), None, a)
+        if len(i) > 8 and i[8] is not None:
+            acc = acc + i[8].astype(np.int64).reshape(1, -1, 1, 1)
+        return [_qlinear_product(acc, xs, ws, ys, np.asarray(yz), (1, -1, 1, 1))]
+    if t == "QLinearMatMul":
+        x, xs, xz, w, ws, wz, ys, yz = i[:8]
+        acc = np.matmul(_centered(x, xz), _centered(w, wz))
+        return [_qlinear_product(acc, xs, ws, ys, np.asarray(yz), (-1,))]
+    if t == "QLinearAdd":
+        va = np.float32(i[1]) * _centered(i[0], _zp(i, 2)).astype(np.float32)
+        vb = np.float32(i[4]) * _centered(i[3], _zp(i, 5)).astype(np.float32)
+        return [_requantize(va + vb, i[6], _zp(i, 7))]
+    if t == "QLinearConcat":
+        ys, yz = i[0], np.asarray(i[1])
+        parts = [_requantize(np.float32(i[k + 1]) * _centered(i[k], i[k + 2]).astype(np.float32), ys, yz)
+                 for k in range(2, len(i), 3)]
+        return [np.concatenate(parts, axis=a.get("axis", 0))]
+    if t in ("QLinearAveragePool", "QLinearGlobalAveragePool"):
+        x, xs = i[0], i[1]
+        c = _centered(x, _zp(i, 2))
+        if t == "QLinearGlobalAveragePool":
+            sums = c.sum(axis=(2, 3), keepdims=True)
+            n = np.full(sums.shape, x.shape[2] * x.shape[3])
+        else:
+            if a.get("ceil_mode", 0) or a.get("dilations", [1, 1]) != [1, 1]:
+                raise NotImplementedError("the numpy evaluator pools without ceil_mode or dilations only")
+            kh, kw = a["kernel_shape"]
+            sh, sw = a.get("strides", [1, 1])
+            pt, pl, pb, pr = a.get("pads", [0, 0, 0, 0])
+            cp = np.pad(c, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+            ones = np.pad(np.ones(x.shape[2:], np.int64), ((pt, pb), (pl, pr)))
+            oh, ow = (cp.shape[2] - kh) // sh + 1, (cp.shape[3] - kw) // sw + 1
+            sums = np.empty(x.shape[:2] + (oh, ow), np.int64)
+            n = np.empty(sums.shape, np.int64)
+            for r in range(oh):
+                for q in range(ow):
+                    sums[:, :, r, q] = cp[:, :, r * sh : r * sh + kh, q * sw : q * sw + kw].sum(axis=(2, 3))
+                    inside = ones[r * sh : r * sh + kh, q * sw : q * sw + kw].sum()
+                    n[:, :, r, q] = kh * kw if a.get("count_include_pad", 0) else inside
+        mean = (np.float32(xs) * sums.astype(np.float32)) / n.astype(np.float32)
+        return [_requantize(mean, i[3], _zp(i, 4))]
+    return None
 
 
 def eval_node(n, a, i):
@@ -331,6 +408,10 @@ def eval_node(n, a, i):
         return [_conv_transpose(x, i[1], i[2] if len(i) > 2 else None, a)]
     if t in ("MaxPool", "AveragePool"):
         return [_pool2d(x, a, "max" if t == "MaxPool" else "avg")]
+    if t.startswith("QLinear"):
+        out = eval_qoperator(t, a, i)
+        if out is not None:
+            return out
     if t in ("QuantizeLinear", "DequantizeLinear"):
         # Per tensor (rank-0 scale) or per axis (1-D scale along attribute axis); float32 math.
         scale = np.asarray(i[1], np.float32)

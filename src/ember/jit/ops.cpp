@@ -20,6 +20,7 @@
 #include "ember/ops/pool.h"
 #include "ember/ops/reduce.h"
 #include "ember/jit/fused.h"
+#include "ember/quant/qlinear.h"
 #include "ember/quant/quantized_ops.h"
 
 namespace ember::jit {
@@ -304,6 +305,45 @@ const Registry& registry() {
       return one(quant::quantized_cat(in, need(a, "scales").to_double_list(), attr_ints(a, "zero_points"),
                                       attr_int(a, "dim"), attr_double(a, "output_scale", 0.0),
                                       attr_int(a, "output_zero_point"), dtype_attr(a, "output_dtype")));
+    });
+    // ---- ONNX's int8 operators (quant/qlinear.h; what onnx::load reads QOperator files into) ----
+    g.add("quantize_linear", [](const In& in, const A& a) {
+      return one(quant::quantize_linear(in.at(0), in.at(1), in.at(2), attr_int(a, "axis", 1)));
+    });
+    g.add("dequantize_linear", [](const In& in, const A& a) {
+      return one(quant::dequantize_linear(in.at(0), in.at(1), in.at(2), attr_int(a, "axis", 1)));
+    });
+    g.add("qlinear_conv2d", [](const In& in, const A& a) {
+      return one(quant::qlinear_conv2d(in.at(0), in.at(1), in.at(2), in.at(3), in.at(4), in.at(5), in.at(6), in.at(7),
+                                       in.at(8), attr_ints(a, "stride"), attr_ints(a, "padding"),
+                                       attr_ints(a, "dilation"), attr_int(a, "groups")));
+    });
+    g.add("qlinear_matmul", [](const In& in, const A&) {
+      return one(quant::qlinear_matmul(in.at(0), in.at(1), in.at(2), in.at(3), in.at(4), in.at(5), in.at(6), in.at(7)));
+    });
+    g.add("qlinear_add", [](const In& in, const A&) {
+      return one(quant::qlinear_add(in.at(0), in.at(1), in.at(2), in.at(3), in.at(4), in.at(5), in.at(6), in.at(7)));
+    });
+    g.add("qlinear_concat", [](const In& in, const A& a) {
+      // inputs: y_scale, y_zero_point, then (codes, scale, zero point) per joined tensor
+      EMBER_CHECK(in.size() >= 5 && (in.size() - 2) % 3 == 0, "[jit] qlinear_concat takes y_scale, y_zero_point and "
+                  "three inputs per joined tensor, got ", in.size(), " inputs");
+      std::vector<Tensor> xs, scales, zps;
+      for (size_t k = 2; k < in.size(); k += 3) {
+        xs.push_back(in[k]);
+        scales.push_back(in[k + 1]);
+        zps.push_back(in[k + 2]);
+      }
+      return one(quant::qlinear_concat(xs, scales, zps, in.at(0), in.at(1), attr_int(a, "dim")));
+    });
+    g.add("qlinear_avg_pool2d", [](const In& in, const A& a) {
+      return one(quant::qlinear_avg_pool2d(in.at(0), in.at(1), in.at(2), in.at(3), in.at(4),
+                                           attr_ints(a, "kernel_size"), attr_ints(a, "stride"),
+                                           attr_ints(a, "padding"), attr_bool(a, "ceil_mode", false),
+                                           attr_bool(a, "count_include_pad", false)));
+    });
+    g.add("qlinear_global_avg_pool2d", [](const In& in, const A&) {
+      return one(quant::qlinear_global_avg_pool2d(in.at(0), in.at(1), in.at(2), in.at(3), in.at(4)));
     });
     // ---- made by passes ----
     g.add("fused_elementwise", [](const In& in, const A& a) { return one(run_fused_elementwise(in, a)); }, true);

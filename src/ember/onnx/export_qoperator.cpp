@@ -11,7 +11,8 @@
 //                               imports only opset 6's one-input Clip)
 //   dequantize_per_tensor    -> DequantizeLinear
 //   quantized_conv2d         -> QLinearConv, bias as int32 round(bias / (input_scale * weight_scale))
-//   quantized_linear         -> Reshape [M, K, 1, 1], 1x1 QLinearConv, Flatten (QLinearMatMul has no bias)
+//   quantized_linear         -> QLinearMatMul of the [K, N] weight; with a bias, then QLinearAdd of the
+//                               bias as uint8 codes (Note [QOperator linear])
 //   quantized_max_pool2d     -> MaxPool of the codes
 //   quantized_avg_pool2d     -> QLinearAveragePool; adaptive to 1x1: QLinearGlobalAveragePool
 //   quantized_add / _cat     -> QLinearAdd / QLinearConcat
@@ -21,17 +22,31 @@
 // input saturate at code 255 where ember clamps at 127 (values beyond the calibrated range); a
 // fused ReLU is the output grid's lower end, so it needs output zero point 0 (what calibration
 // gives a ReLU output).
+//
+// Note [QOperator linear]: QLinearMatMul (default domain) has no bias input and ONNX has no
+// standard int8 add, so a biased linear is what ONNX Runtime's quantizer writes for MatMul + Add:
+// QLinearMatMul onto an intermediate grid, then com.microsoft QLinearAdd of the bias, stored as
+// uint8 codes on a grid of its own (256 steps over [min(bias, 0), max(bias, 0)]). The
+// intermediate grid has the output's step when the output's range (codes 0..127) less the bias
+// range fits in 256 codes (the usual case), else the step that makes it fit. Where ember adds
+// the float bias to the product and rounds once, the file rounds the product to that grid,
+// adds the bias codes' values and rounds again: the result is at most one output code off
+// with the output's step, plus the bias codes' rounding (half a bias step). The int8 pattern
+// of ONNX's own domain (MatMulInteger, an int32 Add, Cast, Mul, QuantizeLinear) would be exact,
+// but OpenCV 4.6 imports none of MatMulInteger, and onnxruntime's quantizer writes this form.
 
 #include "ember/core/check.h"
 #include "ember/jit/module.h"
 
 #if EMBER_HAVE_ONNX
 
+#include <algorithm>
 #include <cmath>
 
 #include "ember/jit/ops.h"
 #include "ember/onnx/exporter.h"
 #include "ember/ops/creation.h"
+#include "ember/quant/quantized_ops.h"
 
 namespace ember::onnx::detail {
 
@@ -170,41 +185,29 @@ bool Exporter::emit_qoperator(const std::string& op, const std::vector<Operand>&
       unsupported("its weights are not int8 with one scale per output channel");
     }
     const int64_t oc = qw.size(0);
-    std::string x = qop_codes(in[0], in_scale, in_zp, out.name + "_input");
-    if (!is_conv) {
-      // [M, K] -> [M, K, 1, 1]: a 1x1 convolution carries the bias (QLinearMatMul has none).
-      if (in[0].shape.size() != 2) unsupported("QOperator form takes 2-D input to a linear layer");
-      const std::string shape = init_i64(out.name + "_nchw_shape", {-1, qw.size(1), 1, 1});
-      const std::string x4 = fresh(out.name + "_nchw_" + kSuffix);
-      qop_grid(x4, in_scale, in_zp);
-      add("Reshape", {x, shape}, {x4});
-      x = x4;
-    }
-    const std::string w = fresh(out.name + "_W");
-    init_tensor(w, is_conv ? qw : qw.reshape({oc, qw.size(1), 1, 1}));
+    const std::string x = qop_codes(in[0], in_scale, in_zp, out.name + "_input");
+    const bool has_bias = in.size() > 3 && in[3].present();
+    const Tensor b = has_bias ? in[3].value->to(kFloat32).contiguous() : Tensor();
     const std::string ws = fresh(out.name + "_W_scale");
     init_tensor(ws, scales);
     const std::string wz = fresh(out.name + "_W_zero_point");
     init_tensor(wz, zeros({oc}, TensorOptions(kInt8)));
-    std::vector<std::string> ins{x, qop_scale(x), qop_zero_point(x), w, ws, wz};
-    // The codes of the conv itself: a 4-D value, so for linear a fresh name before the Flatten.
-    const std::string y = is_conv ? result_codes(out_scale, out_zp) : fresh(out.name + "_nchw_out_" + kSuffix);
-    if (!is_conv) qop_grid(y, out_scale, out_zp);
-    ins.push_back(qop_scale(y));
-    ins.push_back(qop_zero_point(y));
-    if (in.size() > 3 && in[3].present()) {
-      const Tensor b = in[3].value->to(kFloat32).contiguous();
-      Tensor bq = empty({oc}, TensorOptions(kInt32));
-      for (int64_t n = 0; n < oc; ++n) {
-        const double acc_scale = static_cast<double>(static_cast<float>(in_scale)) * scales.data_ptr<float>()[n];
-        bq.data_ptr<int32_t>()[n] = static_cast<int32_t>(std::nearbyint(b.data_ptr<float>()[n] / acc_scale));
-      }
-      const std::string bn = fresh(out.name + "_B");
-      init_tensor(bn, bq);
-      ins.push_back(bn);
-    }
-    pb::NodeProto* p = add("QLinearConv", ins, {y});
     if (is_conv) {
+      const std::string w = fresh(out.name + "_W");
+      init_tensor(w, qw);
+      const std::string y = result_codes(out_scale, out_zp);
+      std::vector<std::string> ins{x, qop_scale(x), qop_zero_point(x), w, ws, wz, qop_scale(y), qop_zero_point(y)};
+      if (has_bias) {
+        Tensor bq = empty({oc}, TensorOptions(kInt32));
+        for (int64_t n = 0; n < oc; ++n) {
+          const double acc_scale = static_cast<double>(static_cast<float>(in_scale)) * scales.data_ptr<float>()[n];
+          bq.data_ptr<int32_t>()[n] = static_cast<int32_t>(std::nearbyint(b.data_ptr<float>()[n] / acc_scale));
+        }
+        const std::string bn = fresh(out.name + "_B");
+        init_tensor(bn, bq);
+        ins.push_back(bn);
+      }
+      pb::NodeProto* p = add("QLinearConv", ins, {y});
       const std::string where = node_desc();
       const std::vector<int64_t> stride = repeat_to(jit::attr_ints(attrs, "stride"), 2, "stride", where);
       const std::vector<int64_t> pad = repeat_to(jit::attr_ints(attrs, "padding"), 2, "padding", where);
@@ -214,12 +217,53 @@ bool Exporter::emit_qoperator(const std::string& op, const std::vector<Operand>&
       set_ints(p, "dilations", repeat_to(jit::attr_ints(attrs, "dilation"), 2, "dilation", where));
       set_int(p, "group", jit::attr_int(attrs, "groups"));
       finish(y);
-    } else {
-      set_ints(p, "kernel_shape", {1, 1});
-      const std::string flat = result_codes(out_scale, out_zp);
-      set_int(add("Flatten", {y}, {flat}), "axis", 1);
-      finish(flat);
+      return true;
     }
+    // Linear (Note [QOperator linear]): QLinearMatMul of the [K, N] weight, and with a bias a
+    // QLinearAdd of the bias codes.
+    const std::string w = fresh(out.name + "_W");
+    init_tensor(w, qw.t().contiguous());
+    if (!has_bias) {
+      const std::string y = result_codes(out_scale, out_zp);
+      add("QLinearMatMul", {x, qop_scale(x), qop_zero_point(x), w, ws, wz, qop_scale(y), qop_zero_point(y)}, {y});
+      finish(y);
+      return true;
+    }
+    const float* bp = b.data_ptr<float>();
+    double bmin = 0.0, bmax = 0.0;
+    for (int64_t n = 0; n < oc; ++n) {
+      bmin = std::min(bmin, static_cast<double>(bp[n]));
+      bmax = std::max(bmax, static_cast<double>(bp[n]));
+    }
+    // The bias codes: 256 steps over [min(bias, 0), max(bias, 0)].
+    const double b_scale = bmax > bmin ? (bmax - bmin) / 255.0 : 1.0;
+    const int64_t b_zp = std::clamp<int64_t>(static_cast<int64_t>(std::nearbyint(-bmin / b_scale)), 0, 255);
+    Tensor bq = empty({oc}, TensorOptions(kUInt8));
+    for (int64_t n = 0; n < oc; ++n) {
+      const double q = std::nearbyint(static_cast<double>(bp[n]) / static_cast<double>(static_cast<float>(b_scale))) +
+                       static_cast<double>(b_zp);
+      bq.data_ptr<uint8_t>()[n] = static_cast<uint8_t>(std::clamp(q, 0.0, 255.0));
+    }
+    const std::string bn = fresh(out.name + "_B_" + kSuffix);
+    qop_grid(bn, b_scale, b_zp);
+    init_tensor(bn, bq);
+    // The product's grid: the output's step when the output range less the bias fits in 256
+    // codes (then the file differs from ember's single rounding by at most one output code),
+    // else a coarser one.
+    const double lo = static_cast<double>(-out_zp) * out_scale - bmax;
+    const double hi = static_cast<double>(quant::kActCodeMax - out_zp) * out_scale - bmin;
+    const double mm_scale = std::max(out_scale, (hi - lo) / 255.0);
+    const int64_t mm_zp = std::clamp<int64_t>(static_cast<int64_t>(std::nearbyint(-lo / mm_scale)), 0, 255);
+    const std::string mm = fresh(out.name + "_matmul_" + kSuffix);
+    qop_grid(mm, mm_scale, mm_zp);
+    add("QLinearMatMul", {x, qop_scale(x), qop_zero_point(x), w, ws, wz, qop_scale(mm), qop_zero_point(mm)}, {mm});
+    const std::string y = result_codes(out_scale, out_zp);
+    add("QLinearAdd", {mm, qop_scale(mm), qop_zero_point(mm), bn, qop_scale(bn), qop_zero_point(bn), qop_scale(y),
+                       qop_zero_point(y)},
+        {y})
+        ->set_domain("com.microsoft");
+    contrib_ = true;
+    finish(y);
   } else if (op == "quantized_max_pool2d") {
     need(1);
     const auto [scale, zp] = grid_of(in[0]);

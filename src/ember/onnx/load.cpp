@@ -28,6 +28,7 @@
 #include "ember/jit/graph.h"
 #include "ember/onnx/export.h"
 #include "ember/ops/creation.h"
+#include "ember/quant/qlinear.h"
 
 namespace ember::onnx {
 
@@ -99,6 +100,8 @@ Tensor read_tensor(const pb::TensorProto& p) {
 }
 
 constexpr int64_t kShapeBatch = 2;
+// ONNX Runtime's operator domain, whose int8 operators ember's QOperator export writes.
+constexpr const char* kContribDomain = "com.microsoft";
 
 class Importer {
  public:
@@ -141,7 +144,8 @@ class Importer {
   const pb::NodeProto* n_ = nullptr;
 
   [[noreturn]] void unsupported(const std::string& why) const {
-    EMBER_ERROR("[onnx::load] node ", node_, " ('", n_->name(), "', op ", n_->op_type(), ") in opset ", opset_,
+    const std::string domain = n_->domain().empty() || n_->domain() == "ai.onnx" ? "" : n_->domain() + ":";
+    EMBER_ERROR("[onnx::load] node ", node_, " ('", n_->name(), "', op ", domain, n_->op_type(), ") in opset ", opset_,
                 " has no ember form: ", why, ". docs/onnx.md lists the ONNX ops ember reads");
   }
 
@@ -224,6 +228,95 @@ class Importer {
     if (g_.var(id).kind == jit::VarKind::Node) infer_dynamic_shapes();
     return static_cast<int64_t>(g_.var(id).shape.size());
   }
+  DType dtype_of(int k) {
+    const int id = input(k);
+    if (g_.var(id).kind == jit::VarKind::Node) infer_dynamic_shapes();
+    return g_.var(id).dtype;
+  }
+
+  // QuantizeLinear / DequantizeLinear: a node, or, when every input is a constant (int8 weights
+  // under a per-channel DequantizeLinear in QDQ files), the values computed now, a parameter
+  // named after the output, so that Conv and Gemm see constant weights.
+  void quantize_linear(bool quantize) {
+    if (n_->input_size() < 2) unsupported("it lacks its scale input");
+    if (opset_ >= 19 && attr("saturate") != nullptr) unsupported("attribute 'saturate'");
+    const int64_t axis = attr_int("axis", 1);
+    const bool folds = constant(0) != nullptr && constant(1) != nullptr &&
+                       (n_->input_size() < 3 || n_->input(2).empty() || constant(2) != nullptr);
+    if (folds) {
+      const Tensor zp = n_->input_size() > 2 && !n_->input(2).empty() ? *constant(2) : Tensor();
+      Tensor t;
+      try {
+        t = quantize ? quant::quantize_linear(*constant(0), *constant(1), zp, axis)
+                     : quant::dequantize_linear(*constant(0), *constant(1), zp, axis);
+      } catch (const Error& e) {
+        unsupported(std::string("its constant inputs are refused: ") + e.what());
+      }
+      ids_[n_->output(0)] = g_.add_param(n_->output(0), t);
+      values_[n_->output(0)] = t;
+      return;
+    }
+    Dict a;
+    a.insert("axis", Value(axis));
+    emit(quantize ? "quantize_linear" : "dequantize_linear",
+         {input(0), input(1), n_->input_size() > 2 ? input(2) : -1}, a);
+  }
+
+  void qlinear_conv() {
+    if (n_->input_size() < 8) unsupported("it lacks some of the 8 inputs of QLinearConv");
+    const Tensor* w = constant(3);
+    if (w != nullptr && w->dim() != 4) unsupported("a " + std::to_string(w->dim() - 2) + "-D convolution");
+    Dict a;
+    a.insert("stride", Value(attr_ints("strides", {1, 1})));
+    a.insert("padding", Value(symmetric_pads(2)));
+    a.insert("dilation", Value(attr_ints("dilations", {1, 1})));
+    a.insert("groups", Value(attr_int("group", 1)));
+    std::vector<int> ins;
+    for (int k = 0; k < 9; ++k) ins.push_back(input(k));
+    emit("qlinear_conv2d", ins, a);
+  }
+
+  // ONNX Runtime's com.microsoft int8 operators that ember's QOperator export writes.
+  void contrib(const pb::NodeProto& n) {
+    const std::string& op = n.op_type();
+    if (n.output_size() != 1 || n.output(0).empty()) unsupported("it does not have one output");
+    if (attr_int("channels_last", 0) != 0) unsupported("channels_last = 1 (ember reads NCHW)");
+    std::vector<int> ins;
+    for (int k = 0; k < n.input_size(); ++k) ins.push_back(input(k));
+    if (op == "QLinearAdd") {
+      if (n.input_size() < 7) unsupported("it lacks some of the inputs of QLinearAdd");
+      ins.resize(8, -1);
+      emit("qlinear_add", ins);
+    } else if (op == "QLinearConcat") {
+      if (n.input_size() < 5 || (n.input_size() - 2) % 3 != 0) {
+        unsupported("its inputs are not y_scale, y_zero_point and (codes, scale, zero point) per joined tensor");
+      }
+      Dict a;
+      a.insert("dim", Value(attr_int("axis", 0)));
+      emit("qlinear_concat", ins, a);
+    } else if (op == "QLinearAveragePool") {
+      if (n.input_size() < 4) unsupported("it lacks some of the inputs of QLinearAveragePool");
+      ins.resize(5, -1);
+      const std::vector<int64_t> kernel = attr_ints("kernel_shape", {});
+      if (kernel.size() != 2) unsupported("a pool that is not 2-D");
+      refuse_attr("dilations", "is not read");
+      Dict a;
+      a.insert("kernel_size", Value(kernel));
+      a.insert("stride", Value(attr_ints("strides", {1, 1})));
+      a.insert("padding", Value(symmetric_pads(2)));
+      a.insert("ceil_mode", Value(attr_int("ceil_mode", 0) != 0));
+      a.insert("count_include_pad", Value(attr_int("count_include_pad", 0) != 0));
+      emit("qlinear_avg_pool2d", ins, a);
+    } else if (op == "QLinearGlobalAveragePool") {
+      if (n.input_size() < 4) unsupported("it lacks some of the inputs of QLinearGlobalAveragePool");
+      ins.resize(5, -1);
+      emit("qlinear_global_avg_pool2d", ins);
+    } else {
+      unsupported("ember reads only QLinearAdd, QLinearConcat, QLinearAveragePool and QLinearGlobalAveragePool of "
+                  "the domain '" + std::string(kContribDomain) + "'");
+    }
+  }
+
   // Axes from input k (opset 13+) or, for the ops that kept it there, the 'axes' attribute.
   std::vector<int64_t> axes_of(int k, int64_t rank) {
     std::vector<int64_t> axes =
@@ -247,8 +340,12 @@ class Importer {
 
   void convert(const pb::NodeProto& n) {
     n_ = &n;
-    if (!n.domain().empty() && n.domain() != "ai.onnx") unsupported("domain '" + n.domain() + "'");
     const std::string& op = n.op_type();
+    if (n.domain() == kContribDomain) {
+      contrib(n);
+      return;
+    }
+    if (!n.domain().empty() && n.domain() != "ai.onnx") unsupported("domain '" + n.domain() + "'");
     static const std::map<std::string, const char*, std::less<>> kUnary = {
         {"Relu", "relu"},   {"Sigmoid", "sigmoid"}, {"Tanh", "tanh"},   {"Exp", "exp"},
         {"Neg", "neg"},     {"Abs", "abs"},         {"Sqrt", "sqrt"},   {"Log", "log"},
@@ -290,6 +387,15 @@ class Importer {
       emit("matmul", {input(0), input(1)});
     } else if (op == "MaxPool" || op == "AveragePool") {
       pool(op);
+    } else if (op == "QuantizeLinear" || op == "DequantizeLinear") {
+      quantize_linear(op == "QuantizeLinear");
+    } else if (op == "QLinearConv") {
+      qlinear_conv();
+    } else if (op == "QLinearMatMul") {
+      if (n.input_size() != 8) unsupported("it does not have the 8 inputs of QLinearMatMul");
+      std::vector<int> ins;
+      for (int k = 0; k < 8; ++k) ins.push_back(input(k));
+      emit("qlinear_matmul", ins);
     } else if (op == "GlobalAveragePool") {
       Dict a;
       a.insert("output_size", Value(std::vector<int64_t>{1, 1}));
@@ -414,7 +520,10 @@ class Importer {
       if (n_->output_size() > 1) unsupported("its indices output");
       refuse_attr("storage_order", "is not read");
       a.insert("dilation", Value(attr_ints("dilations", {1, 1})));
-      emit("max_pool2d", {input(0)}, a);
+      // Codes: the max of codes is the code of the max (the grid stays the input's).
+      const DType dt = dtype_of(0);
+      if (dt == kInt8) unsupported("a MaxPool of int8 codes (ember pools uint8 codes)");
+      emit(dt == kUInt8 ? "quantized_max_pool2d" : "max_pool2d", {input(0)}, a);
     } else {
       a.insert("count_include_pad", Value(attr_int("count_include_pad", 0) != 0));
       emit("avg_pool2d", {input(0)}, a);
@@ -737,11 +846,17 @@ jit::GraphModule load(const std::string& path) {
               "' is not an ONNX model (protobuf could not parse a ModelProto with a graph)");
   int opset = -1;
   for (const pb::OperatorSetIdProto& os : model.opset_import()) {
-    if (os.domain().empty() || os.domain() == "ai.onnx")
+    if (os.domain().empty() || os.domain() == "ai.onnx") {
       opset = static_cast<int>(os.version());
-    else
+    } else if (os.domain() == kContribDomain) {
+      // ONNX Runtime's int8 operators (QOperator files); the nodes say which ones.
+      EMBER_CHECK(os.version() == 1, "[onnx::load] '", path, "' imports the domain '", kContribDomain, "' version ",
+                  os.version(), "; ember reads version 1");
+    } else {
       EMBER_ERROR("[onnx::load] '", path, "' imports the operator domain '", os.domain(),
-                  "', which ember does not read");
+                  "', which ember does not read (it reads the default domain and the int8 operators of '",
+                  kContribDomain, "')");
+    }
   }
   EMBER_CHECK(opset >= kMinOpset && opset <= kMaxOpset, "[onnx::load] '", path, "' uses opset ", opset,
               "; ember reads opsets ", kMinOpset, " to ", kMaxOpset, " (re-export with one of them)");

@@ -8,7 +8,9 @@
 // The subset read is the one ember's exporter writes for such models: Conv, Gemm, MatMul,
 // the element-wise ops, pools, batch and layer normalization, reshapes, transposes,
 // softmax, concat, (un)squeeze, reductions, slices, gathers (select, embedding),
-// comparisons, where, cast, trilu, expand, instance norm, transposed conv; anything
+// comparisons, where, cast, trilu, expand, instance norm, transposed conv, and the int8
+// operators of ember's quantized exports (QDQ and QOperator, run as ONNX defines them by
+// quant/qlinear.h's ops); anything
 // else is an error naming the node, its op and the opset (docs/onnx.md lists the ops).
 
 #include <string>
@@ -25,7 +27,7 @@ namespace ember::onnx {
 // named as in the file; outputs keep their names (GraphModule's output_names). The
 // file's metadata_props, producer and doc string go to the module's metadata.
 // Throws ember::Error "[onnx::load] ..." for a file that is not an ONNX model, an opset
-// outside 13..17, another domain, or a node with no ember form, naming the node and op.
+// outside 13..17, another domain (com.microsoft's QLinearAdd/Concat/AveragePool/GlobalAveragePool are read), or a node with no ember form, naming the node and op.
 jit::GraphModule load(const std::string& path);
 
 }  // namespace ember::onnx
