@@ -42,6 +42,9 @@ DIST_SCENARIO(mpi_async) {
   WCHECK(dist::get_backend() == "mpi");
   const int rank = dist::get_rank(), world = dist::get_world_size();
   WCHECK(world == 2, << world);
+  // One host: the local rank and size are MPI's.
+  WCHECK(dist::get_local_rank() == rank && dist::get_local_world_size() == 2,
+         << dist::get_local_rank() << " " << dist::get_local_world_size());
   try {
     dist::default_store();
     return 1;
@@ -262,16 +265,50 @@ TEST(DistributedMPI, UnevenAllToAllSplitsMustAgree) {
 
 // ddp_test.cpp's scenario: DDP gradients on 2 MPI ranks equal the single-process
 // gradients of the concatenated batch (and so do the parameters after three SGD steps).
+// The parameters' digest rank k printed ("" when none).
+std::string digest_of(const dist_test::RunResult& r, int k) {
+  const std::string& out = r.ranks[0].output;
+  const std::string key = tag(k) + "digest ";
+  const auto pos = out.find(key);
+  return pos == std::string::npos ? "" : out.substr(pos + key.size(), out.find('\n', pos) - pos - key.size());
+}
+
 TEST(DistributedMPI, DdpGradientsMatchTheConcatenatedBatch) {
   SKIP_WITHOUT_MPI();
   auto r = run_mpi("ddp_grads", 2, 120);
   ASSERT_TRUE(r.all_ok()) << r.dump();
-  EXPECT_NE(r.ranks[0].output.find(tag(0) + "digest "), std::string::npos) << r.dump();
+  // The same bits on every rank.
+  EXPECT_FALSE(digest_of(r, 0).empty()) << r.dump();
+  EXPECT_EQ(digest_of(r, 0), digest_of(r, 1)) << r.dump();
+  // Every parameter in its own bucket, on 3 ranks.
   auto three = run_mpi("ddp_grads", 3, 120, {"DDP_BUCKET_MB=0.00001", "DDP_FIRST_BUCKET_MB=0.00001"});
   ASSERT_TRUE(three.all_ok()) << three.dump();
+  EXPECT_FALSE(digest_of(three, 0).empty()) << three.dump();
+  EXPECT_EQ(digest_of(three, 0), digest_of(three, 1)) << three.dump();
+  EXPECT_EQ(digest_of(three, 0), digest_of(three, 2)) << three.dump();
 }
 
 }  // namespace
+
+// A rank that exits early: mpirun stops the job at once with that rank's exit code.
+TEST(DistributedMPI, DeadRankStopsTheJob) {
+  SKIP_WITHOUT_MPI();
+  auto r = run_mpi("rank_dies", 2, 60);
+  EXPECT_FALSE(r.timed_out) << r.dump();
+  EXPECT_EQ(r.ranks[0].exit_code, 7) << r.dump();
+}
+
+// zero_test.cpp's and fsdp_test.cpp's scenarios: ZeRO-1 and FSDP against DDP (on the same
+// MPI group), and the object collectives.
+TEST(DistributedMPI, ZeroAndFsdpMatchDdp) {
+  SKIP_WITHOUT_MPI();
+  auto zero = run_mpi("zero_matches_ddp", 2, 120, {"ZERO_OPT=adam"});
+  ASSERT_TRUE(zero.all_ok()) << zero.dump();
+  auto fsdp = run_mpi("fsdp_matches_ddp", 2, 120);
+  ASSERT_TRUE(fsdp.all_ok()) << fsdp.dump();
+  auto objects = run_mpi("object_collectives", 3, 120);
+  ASSERT_TRUE(objects.all_ok()) << objects.dump();
+}
 
 #ifndef EMBER_HAVE_MPI
 // Without MPI support, backend "mpi" is an error that says how to get it (no mpirun needed).

@@ -196,8 +196,17 @@ int get_world_size(const ProcessGroupPtr& group) { return resolve(group, "get_wo
 
 std::string get_backend(const ProcessGroupPtr& group) { return resolve(group, "get_backend")->backend(); }
 
-int get_local_rank() { return env_int("LOCAL_RANK", "get_local_rank", false, 0); }
-int get_local_world_size() { return env_int("LOCAL_WORLD_SIZE", "get_local_world_size", false, 1); }
+// Under mpirun (no LOCAL_RANK), Open MPI's own variables say the same.
+int get_local_rank() {
+  if (env_str("LOCAL_RANK").empty() && !env_str("OMPI_COMM_WORLD_LOCAL_RANK").empty())
+    return env_int("OMPI_COMM_WORLD_LOCAL_RANK", "get_local_rank", false, 0);
+  return env_int("LOCAL_RANK", "get_local_rank", false, 0);
+}
+int get_local_world_size() {
+  if (env_str("LOCAL_WORLD_SIZE").empty() && !env_str("OMPI_COMM_WORLD_LOCAL_SIZE").empty())
+    return env_int("OMPI_COMM_WORLD_LOCAL_SIZE", "get_local_world_size", false, 1);
+  return env_int("LOCAL_WORLD_SIZE", "get_local_world_size", false, 1);
+}
 
 ProcessGroupPtr new_group(std::vector<int> ranks, std::chrono::milliseconds timeout) {
   constexpr const char* op = "new_group";
