@@ -162,6 +162,8 @@ void init_process_group(const InitOptions& o) {
   s.next_group_id = 0;
 }
 
+bool is_mpi_available() { return detail::mpi_built(); }
+
 bool is_initialized() {
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.mu);

@@ -43,6 +43,8 @@ struct InitOptions {
 // the timeout.
 void init_process_group(const InitOptions& options = {});
 bool is_initialized();
+// Whether this build has the MPI backend (torch.distributed.is_mpi_available).
+bool is_mpi_available();
 // Leaves the group (and every subgroup); a later init_process_group may start afresh.
 void destroy_process_group();
 // The default group (throws when not initialized).
