@@ -30,6 +30,8 @@ PACKAGES=(
   libboost-dev prometheus chromium wrk python3-fastapi python3-uvicorn
   # distributed training: Gloo (collectives over TCP, rendezvous stores)
   libgloo-dev
+  # the alternative backend: MPI (Open MPI; mpirun launches the ranks, and the tests)
+  libopenmpi-dev openmpi-bin
 )
 
 missing=()

@@ -7,7 +7,7 @@
 //                 [--quantize dynamic|static|qat] [--observer minmax|moving_average|percentile]
 //                 [--qat-epochs N]
 //                 [--profile trace.json] [--amp bf16|fp16]
-//                 [--distributed]
+//                 [--distributed [--backend gloo|mpi]]
 //
 // --model mlp trains a 784-512-256-10 MLP instead of the CNN, --model resnet a small residual
 // CNN (conv-bn-relu stems, two residual blocks whose skip additions are quant::FloatFunctional,
@@ -38,6 +38,8 @@
 // DistributedDataParallel, a DistributedSampler giving each rank its share of every epoch
 // (--batch-size samples per rank and step), rank 0 evaluating and writing the checkpoint.
 //   ember-run --standalone --nproc-per-node 2 build/examples/fashion_mnist --distributed
+// --backend mpi runs the same on MPI instead of Gloo; mpirun starts the processes:
+//   mpirun -np 2 build/examples/fashion_mnist --distributed --backend mpi
 // The last line is a machine-readable summary that bench/train_fashion_mnist.py reads.
 
 #include <ember/core/cpu_capability.h>
@@ -90,6 +92,7 @@ struct Args {
   std::string profile_path;
   std::string amp;  // "", "bf16" or "fp16"
   bool distributed = false;
+  std::string backend = "gloo";
   bool resume = false;
 };
 
@@ -99,7 +102,7 @@ struct Args {
                "[--workers N] [--data DIR] [--out DIR] [--resume] [--limit N] [--min-accuracy X] [--export FILE] "
                "[--model cnn|mlp] [--quantize dynamic|static|qat] [--observer minmax|moving_average|percentile] "
                "[--qat-epochs N] [--profile "
-               "trace.json] [--amp bf16|fp16] [--distributed]\n",
+               "trace.json] [--amp bf16|fp16] [--distributed [--backend gloo|mpi]]\n",
                prog, problem.c_str(), prog);
   std::exit(2);
 }
@@ -127,9 +130,11 @@ Args parse(int argc, char** argv) {
     else if (o.is("--profile")) a.profile_path = o.str();
     else if (o.is("--amp")) a.amp = o.str();
     else if (o.is("--distributed")) a.distributed = true;
+    else if (o.is("--backend")) a.backend = o.str();
     else o.unknown();
     // clang-format on
   }
+  if (a.backend != "gloo" && a.backend != "mpi") usage(argv[0], "--backend is gloo or mpi, not " + a.backend);
   if (!a.amp.empty() && a.amp != "bf16" && a.amp != "fp16") usage(argv[0], "--amp is bf16 or fp16, not " + a.amp);
   if (a.model != "cnn" && a.model != "mlp" && a.model != "resnet") {
     usage(argv[0], "--model is cnn, mlp or resnet, not " + a.model);
@@ -392,7 +397,7 @@ int main(int argc, char** argv) {
   if (args.distributed) {
 #ifdef EMBER_HAVE_DISTRIBUTED
     try {
-      ember::distributed::init_process_group();
+      ember::distributed::init_process_group({.backend = args.backend});
     } catch (const ember::Error& e) {
       std::cerr << e.what() << "\n";
       return 1;

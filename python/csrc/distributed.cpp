@@ -326,6 +326,7 @@ void init_distributed(py::module_& m) {
       py::arg("drop_last"));
 #ifdef EMBER_PYTHON_DISTRIBUTED
   d.attr("available") = true;
+  d.attr("mpi_available") = dist::is_mpi_available();
   bind_stores(d);
   bind_groups(d);
   bind_collectives(d);

@@ -47,8 +47,9 @@ void expect_equal(const Tensor& got, const std::vector<double>& want, const std:
 std::string dname(ember::DType d) { return std::string(ember::dtype_name(d)); }
 
 int run_all_collectives() {
-  dist::init_process_group({.timeout = std::chrono::seconds(20)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(20)});
   const int rank = dist::get_rank(), world = dist::get_world_size();
+  WCHECK(dist::get_backend() == dist_test::backend(), << dist::get_backend());
   const std::vector<int64_t> shape{2, 3};
   const int64_t n = 6;
   for (ember::DType dt : kDTypes) {
@@ -256,7 +257,7 @@ DIST_SCENARIO(all_collectives) { return run_all_collectives(); }
 // Rank 0 calls all_reduce, rank 1 broadcast (2 ranks); then (3 ranks) one rank passes
 // another shape. Every rank must raise and name both calls.
 DIST_SCENARIO(mismatch_op) {
-  dist::init_process_group({.timeout = std::chrono::seconds(10)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(10)});
   const int rank = dist::get_rank();
   Tensor t = ember::ones({1024});
   dist::all_reduce(t);  // collective #1 matches
@@ -296,7 +297,7 @@ DIST_SCENARIO(mismatch_op) {
 }
 
 DIST_SCENARIO(mismatch_shape) {
-  dist::init_process_group({.timeout = std::chrono::seconds(10)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(10)});
   const int rank = dist::get_rank();
   Tensor t = rank == 2 ? ember::ones({2, 5}, ember::TensorOptions(ember::kFloat64))
                        : ember::ones({2, 4}, ember::TensorOptions(ember::kFloat64));
@@ -314,7 +315,7 @@ DIST_SCENARIO(mismatch_shape) {
 // Rank 1 skips the second collective; rank 0 must fail within the 2 s timeout, naming
 // rank 1.
 DIST_SCENARIO(skip_collective) {
-  dist::init_process_group({.timeout = std::chrono::seconds(2)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(2)});
   const int rank = dist::get_rank();
   Tensor t = ember::ones({16});
   dist::all_reduce(t);
@@ -348,7 +349,7 @@ DIST_SCENARIO(skip_collective) {
 // Rank 1 dies before the second collective: rank 0 fails at once (not after its 20 s
 // timeout), naming rank 1.
 DIST_SCENARIO(rank_dies) {
-  dist::init_process_group({.timeout = std::chrono::seconds(20)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(20)});
   const int rank = dist::get_rank();
   Tensor t = ember::ones({16});
   dist::all_reduce(t);
@@ -369,7 +370,7 @@ DIST_SCENARIO(rank_dies) {
 // Work::wait with a timeout: an all_reduce whose peer is late is still running after
 // 100 ms; waiting again without a limit completes it.
 DIST_SCENARIO(wait_timeout) {
-  dist::init_process_group({.timeout = std::chrono::seconds(20)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(20)});
   const int rank = dist::get_rank();
   Tensor t = ember::ones({8});
   if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(800));
@@ -391,7 +392,7 @@ DIST_SCENARIO(wait_timeout) {
 
 // Subgroups: ranks {0, 2} of 3 reduce among themselves; rank 1 is not a member.
 DIST_SCENARIO(subgroup) {
-  dist::init_process_group({.timeout = std::chrono::seconds(20)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(20)});
   const int rank = dist::get_rank();
   auto g = dist::new_group({2, 0});
   WCHECK((g == nullptr) == (rank == 1));
@@ -436,7 +437,7 @@ DIST_SCENARIO(init_methods) {
 // Uneven all_to_all_single whose splits disagree across ranks: every rank raises, naming
 // the pair, and the group stays usable.
 DIST_SCENARIO(bad_splits) {
-  dist::init_process_group({.timeout = std::chrono::seconds(10)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(10)});
   const int rank = dist::get_rank();
   const std::vector<int64_t> in_splits = rank == 0 ? std::vector<int64_t>{1, 1} : std::vector<int64_t>{2, 1};
   Tensor in = ember::ones({rank == 0 ? 2 : 3, 4}), out = ember::zeros({2, 4});
@@ -454,7 +455,7 @@ DIST_SCENARIO(bad_splits) {
 
 // Errors that need no other rank: bad arguments name the call.
 DIST_SCENARIO(argument_errors) {
-  dist::init_process_group({.timeout = std::chrono::seconds(10)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(10)});
   int errors = 0;
   auto expect_error = [&](const std::function<void()>& f, const std::string& text) {
     try {
@@ -497,7 +498,7 @@ DIST_SCENARIO(argument_errors) {
 // its cache holds (so entries are evicted and rebuilt), in two passes, with and without the
 // fingerprint checks (the test runs it both ways); every result checked exactly.
 DIST_SCENARIO(lane_sizes) {
-  dist::init_process_group({.timeout = std::chrono::seconds(20)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(20)});
   const int rank = dist::get_rank(), world = dist::get_world_size();
   const std::vector<int64_t> sizes = {1, 3, 256, 257, 1000, 4096, 16384, 65535, 65536, 65537, 100000};
   for (int pass = 0; pass < 2; ++pass) {

@@ -71,7 +71,7 @@ void sgd(const std::vector<Tensor>& params, double lr) {
 }
 
 DIST_SCENARIO(ddp_grads) {
-  dist::init_process_group({.timeout = std::chrono::seconds(20)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(20)});
   const int rank = dist::get_rank(), world = dist::get_world_size();
   ember::manual_seed(rank == 0 ? 0 : 1234);  // rank 1 starts elsewhere: DDP must broadcast
   Net net;
@@ -113,7 +113,7 @@ DIST_SCENARIO(ddp_grads) {
 // Two micro-batches per rank, the first under no_sync: the synchronized backward
 // reduces the accumulated gradients.
 DIST_SCENARIO(ddp_no_sync) {
-  dist::init_process_group({.timeout = std::chrono::seconds(20)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(20)});
   const int rank = dist::get_rank(), world = dist::get_world_size();
   ember::manual_seed(0);
   Net net;
@@ -149,7 +149,7 @@ DIST_SCENARIO(ddp_no_sync) {
 // A parameter outside the loss: the next forward names it; with find_unused_parameters
 // the step works and leaves its gradient alone.
 DIST_SCENARIO(ddp_unused) {
-  dist::init_process_group({.timeout = std::chrono::seconds(20)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(20)});
   ember::manual_seed(0);
   Net net(true);
   Tensor x = ember::randn({2, 6});
@@ -200,7 +200,7 @@ std::string describe_buckets(const nn::parallel::DistributedDataParallelImpl& dd
 // Note [Bucket rebuild]: after the first step the buckets follow the observed gradient
 // order; gradients still equal the single-process reference, bit-identical run to run.
 DIST_SCENARIO(ddp_rebuild) {
-  dist::init_process_group({.timeout = std::chrono::seconds(20)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(20)});
   const int rank = dist::get_rank(), world = dist::get_world_size();
   ember::manual_seed(0);
   RevNet net;

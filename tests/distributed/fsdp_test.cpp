@@ -55,7 +55,7 @@ std::vector<std::string> keys(const ember::OrderedDict<std::string, Tensor>& d) 
 }
 
 DIST_SCENARIO(fsdp_matches_ddp) {
-  dist::init_process_group({.timeout = std::chrono::seconds(20)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(20)});
   const int rank = dist::get_rank(), world = dist::get_world_size();
   ember::manual_seed(0);
   FNet a;
@@ -150,7 +150,7 @@ DIST_SCENARIO(fsdp_matches_ddp) {
 
 // auto_wrap_policy: each Linear is a unit, wherever it sits; training still matches DDP.
 DIST_SCENARIO(fsdp_policy) {
-  dist::init_process_group({.timeout = std::chrono::seconds(20)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(20)});
   const int rank = dist::get_rank();
   auto build = [] {
     ember::manual_seed(3);
@@ -189,7 +189,7 @@ DIST_SCENARIO(fsdp_policy) {
 // SHARD_GRAD_OP keeps each unit's parameters from its forward to its reduction: the same
 // results as FULL_SHARD with one all-gather per unit and step instead of two.
 DIST_SCENARIO(fsdp_shard_grad_op) {
-  dist::init_process_group({.timeout = std::chrono::seconds(20)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(20)});
   const int rank = dist::get_rank(), world = dist::get_world_size();
   ember::manual_seed(0);
   FNet a;
@@ -231,7 +231,7 @@ DIST_SCENARIO(fsdp_shard_grad_op) {
 
 // A unit whose output is left out of the loss: the next forward names its parameters.
 DIST_SCENARIO(fsdp_unused) {
-  dist::init_process_group({.timeout = std::chrono::seconds(20)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(20)});
   ember::manual_seed(0);
   FNet net;
   nn::parallel::FullyShardedDataParallel fsdp(net);

@@ -133,6 +133,87 @@ RunResult run_ranks(const std::string& scenario, int world_size, double timeout_
   return res;
 }
 
+std::string backend() {
+  const char* b = std::getenv("EMBER_TEST_BACKEND");
+  return b && *b ? std::string(b) : std::string("gloo");
+}
+
+std::string mpi_skip_reason() {
+#if defined(EMBER_HAVE_MPI) && defined(EMBER_MPIEXEC)
+  if (::access(EMBER_MPIEXEC, X_OK) != 0) return std::string(EMBER_MPIEXEC) + " is missing; run scripts/setup.sh";
+  return "";
+#else
+  return "this build has no MPI support (install libopenmpi-dev and openmpi-bin with scripts/setup.sh, re-run cmake)";
+#endif
+}
+
+RunResult run_mpi(const std::string& scenario, int np, double timeout_s, const std::vector<std::string>& extra_env) {
+  RunResult res;
+  res.ranks.resize(1);
+#if defined(EMBER_HAVE_MPI) && defined(EMBER_MPIEXEC)
+  const std::string dir = temp_dir();
+  const std::string log = dir + "/mpirun.log";
+  std::vector<std::string> args = {EMBER_MPIEXEC, "-np", std::to_string(np), "--oversubscribe", "--allow-run-as-root",
+                                   "--tag-output",
+                                   // this machine only: shared memory between the ranks,
+                                   // loopback for mpirun's own wiring
+                                   "--mca", "btl", "self,vader", "--mca", "pml", "ob1", "--mca",
+                                   "btl_vader_single_copy_mechanism", "none", "--mca", "oob_tcp_if_include", "lo",
+                                   "--mca", "btl_tcp_if_include", "lo", "-x", "EMBER_TEST_BACKEND=mpi", "-x",
+                                   "OMP_NUM_THREADS=1", "-x", "EMBER_TEST_TMP=" + dir};
+  for (const auto& kv : extra_env) {
+    args.push_back("-x");
+    args.push_back(kv);
+  }
+  args.insert(args.end(), {g_self, "--worker", scenario});
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    std::_Exit(127);
+  }
+  ::setpgid(pid, pid);
+  while (true) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      res.ranks[0].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      break;
+    }
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (elapsed > timeout_s) {
+      res.timed_out = true;
+      ::kill(-pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      res.ranks[0].exit_code = -1;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::ifstream in(log);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  res.ranks[0].output = ss.str();
+  [[maybe_unused]] int rc = std::system(("rm -rf " + dir).c_str());
+#else
+  (void)scenario;
+  (void)np;
+  (void)timeout_s;
+  (void)extra_env;
+  res.ranks[0].output = mpi_skip_reason();
+#endif
+  return res;
+}
+
 }  // namespace dist_test
 
 int main(int argc, char** argv) {

@@ -34,6 +34,20 @@ struct RunResult {
 RunResult run_ranks(const std::string& scenario, int world_size, double timeout_s = 30,
                     const std::vector<std::string>& extra_env = {});
 
+// The MPI backend's tests: starts np ranks of scenario with mpirun on this machine only
+// (shared memory and loopback: --mca btl self,vader, oob and tcp on lo), as root if need
+// be, oversubscribing the cores. ranks has one entry: mpirun's exit code and every rank's
+// output, each line tagged "[1,<rank>]<stdout>:". Kills mpirun's process group after
+// timeout_s. extra_env entries are exported to every rank (-x).
+RunResult run_mpi(const std::string& scenario, int np, double timeout_s = 60,
+                  const std::vector<std::string>& extra_env = {});
+// Empty when the MPI tests can run; otherwise why not (for GTEST_SKIP).
+std::string mpi_skip_reason();
+
+// The backend a scenario uses: EMBER_TEST_BACKEND ("gloo" when unset); run_mpi sets
+// "mpi", so a scenario written for Gloo runs unchanged on MPI.
+std::string backend();
+
 // A free TCP port on 127.0.0.1 (bound, then released).
 int free_port();
 

@@ -88,7 +88,7 @@ void train_step(nn::parallel::DistributedDataParallel& ddp, optim::Optimizer& op
 }
 
 DIST_SCENARIO(zero_matches_ddp) {
-  dist::init_process_group({.timeout = std::chrono::seconds(20)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(20)});
   const int rank = dist::get_rank(), world = dist::get_world_size();
   const std::string kind = env("ZERO_OPT", "adam");
   ember::manual_seed(0);
@@ -169,7 +169,7 @@ DIST_SCENARIO(zero_matches_ddp) {
 
 // Rank 1 builds a wider model: the constructor raises on every rank, naming both.
 DIST_SCENARIO(zero_mismatch) {
-  dist::init_process_group({.timeout = std::chrono::seconds(20)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(20)});
   Net net(dist::get_rank() == 1 ? 17 : 16);
   try {
     dist::ZeroRedundancyOptimizer zero(net->parameters(), dist::optimizer_class<optim::SGD>, optim::SGDOptions(0.1));
@@ -184,7 +184,7 @@ DIST_SCENARIO(zero_mismatch) {
 }
 
 DIST_SCENARIO(object_collectives) {
-  dist::init_process_group({.timeout = std::chrono::seconds(20)});
+  dist::init_process_group({.backend = dist_test::backend(), .timeout = std::chrono::seconds(20)});
   const int rank = dist::get_rank(), world = dist::get_world_size();
   Value mine = Value::dict();
   mine["rank"] = rank;

@@ -5,9 +5,11 @@ runs once per module (a fixture) and several tests read its results."""
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -390,3 +392,36 @@ def test_ddp_example_runs():
     losses = [float(line.split()[-1]) for line in out.stdout.splitlines() if line.startswith("epoch ")]
     assert len(losses) == 3 and losses[-1] < 0.5 * losses[0], out.stdout
     assert "replicas identical on 2 ranks: True" in out.stdout
+
+
+MPIRUN = shutil.which("mpirun")
+
+
+@pytest.mark.skipif(not dist.is_mpi_available() or MPIRUN is None,
+                    reason="ember was built without MPI (libopenmpi-dev), or mpirun (openmpi-bin) is missing")
+def test_mpi_backend_under_mpirun(tmp_path):
+    """init_process_group("mpi") on 2 processes started by mpirun (this machine only): rank and
+    size from MPI, a float32 SUM and a bfloat16 MAX against the values the ranks put in."""
+    script = tmp_path / "mpi_worker.py"
+    script.write_text(textwrap.dedent("""
+        import ember
+        import ember.distributed as dist
+        dist.init_process_group("mpi")
+        rank, world = dist.get_rank(), dist.get_world_size()
+        assert dist.get_backend() == "mpi", dist.get_backend()
+        t = ember.full((3,), float(rank + 1))
+        dist.all_reduce(t)
+        b = ember.full((2,), rank + 0.5).to(ember.bfloat16)
+        dist.all_reduce(b, op=dist.ReduceOp.MAX)
+        print(f"rank {rank} of {world}: {t.numpy().tolist()} {b.to(ember.float32).numpy().tolist()}", flush=True)
+        dist.destroy_process_group()
+    """))
+    env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cmd = [MPIRUN, "-np", "2", "--oversubscribe", "--mca", "btl", "self,vader", "--mca",
+           "btl_vader_single_copy_mechanism", "none", "--mca", "oob_tcp_if_include", "lo", "-x", "PYTHONPATH",
+           sys.executable, str(script)]
+    p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120,
+                       start_new_session=True)
+    assert p.returncode == 0, p.stdout
+    assert "rank 0 of 2: [3.0, 3.0, 3.0] [1.5, 1.5]" in p.stdout, p.stdout
+    assert "rank 1 of 2: [3.0, 3.0, 3.0] [1.5, 1.5]" in p.stdout, p.stdout

@@ -1,5 +1,5 @@
 """ember.distributed: torch.distributed's API over ember's process groups (Gloo's TCP
-transport), docs/distributed.md and docs/python.md.
+transport, or MPI), docs/distributed.md and docs/python.md.
 
     import ember.distributed as dist
     dist.init_process_group("gloo")          # env:// (ember-run / torchrun set the variables)
@@ -31,7 +31,8 @@ def is_gloo_available():
 
 
 def is_mpi_available():
-    return False
+    """True when this build has the MPI backend (init_process_group("mpi") under mpirun)."""
+    return is_available() and bool(getattr(_D, "mpi_available", False))
 
 
 def is_nccl_available():
@@ -116,7 +117,8 @@ def init_process_group(backend=None, init_method=None, timeout=default_pg_timeou
                        store=None, group_name="", pg_options=None, *, check_collectives=None):
     """Joins this process to the others (torch.distributed.init_process_group).
 
-    backend: "gloo" (the default). init_method: "env://" (MASTER_ADDR, MASTER_PORT, and RANK and
+    backend: "gloo" (the default), or "mpi" when is_mpi_available() (start the processes with
+    mpirun; rank and world size then come from MPI, init_method and store are not used). init_method: "env://" (MASTER_ADDR, MASTER_PORT, and RANK and
     WORLD_SIZE unless given), "tcp://host:port" or "file:///path"; or pass a `store` with
     `rank` and `world_size`. timeout: a datetime.timedelta (or seconds) for the rendezvous and
     for every collective. check_collectives (ember only): False skips the fingerprint checks

@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "ember/core/check.h"
+#include "ember/distributed/process_group_mpi.h"
 
 namespace ember::distributed {
 
@@ -90,8 +91,24 @@ void init_process_group(const InitOptions& o) {
   EMBER_CHECK(s.group == nullptr, "[", op,
               "] the default process group is already initialized; call "
               "destroy_process_group() first");
-  EMBER_CHECK(o.backend == "gloo", "[", op, "] backend '", o.backend,
-              "' is not available; this build has 'gloo' (MPI and NCCL are not built)");
+  if (o.backend == "mpi") {
+    // Rank and world size come from MPI (mpirun); no store or init_method is involved.
+    ProcessGroup::Options po;
+    po.timeout = o.timeout;
+    po.check_collectives = o.check_collectives;
+    auto g = detail::make_mpi_world_group(po, op);
+    EMBER_CHECK(o.rank < 0 || o.rank == g->rank(), "[", op, "] rank ", o.rank, " was given, but MPI says this is rank ",
+                g->rank(), "; with backend 'mpi' leave rank unset (mpirun assigns it)");
+    EMBER_CHECK(o.world_size < 0 || o.world_size == g->size(), "[", op, "] world_size ", o.world_size,
+                " was given, but MPI started ", g->size(), " processes; with backend 'mpi' leave world_size unset");
+    s.group = std::move(g);
+    s.store = nullptr;
+    s.master_addr.clear();
+    s.next_group_id = 0;
+    return;
+  }
+  EMBER_CHECK(o.backend == "gloo", "[", op, "] backend '", o.backend, "' is not available; this build has 'gloo'",
+              detail::mpi_built() ? " and 'mpi'" : " (MPI support was not built; NCCL is not supported)");
   const int rank = o.rank >= 0 ? o.rank : env_int("RANK", op, true, 0);
   const int world = o.world_size >= 0 ? o.world_size : env_int("WORLD_SIZE", op, true, 1);
   EMBER_CHECK(world >= 1 && rank >= 0 && rank < world, "[", op, "] rank ", rank, " is out of range for world_size ",
@@ -145,6 +162,8 @@ void init_process_group(const InitOptions& o) {
   s.next_group_id = 0;
 }
 
+bool is_mpi_available() { return detail::mpi_built(); }
+
 bool is_initialized() {
   auto& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
@@ -164,7 +183,9 @@ const ProcessGroupPtr& default_group() { return resolve(nullptr, "default_group"
 
 const std::shared_ptr<Store>& default_store() {
   auto& s = state();
-  EMBER_CHECK(s.store != nullptr, "[default_store] the default process group is not initialized");
+  EMBER_CHECK(s.group != nullptr, "[default_store] the default process group is not initialized");
+  EMBER_CHECK(s.store != nullptr, "[default_store] the default group uses backend '", s.group->backend(),
+              "', which meets through MPI, not through a store; create a TCPStore or FileStore yourself if you need one");
   return s.store;
 }
 
@@ -177,8 +198,17 @@ int get_world_size(const ProcessGroupPtr& group) { return resolve(group, "get_wo
 
 std::string get_backend(const ProcessGroupPtr& group) { return resolve(group, "get_backend")->backend(); }
 
-int get_local_rank() { return env_int("LOCAL_RANK", "get_local_rank", false, 0); }
-int get_local_world_size() { return env_int("LOCAL_WORLD_SIZE", "get_local_world_size", false, 1); }
+// Under mpirun (no LOCAL_RANK), Open MPI's own variables say the same.
+int get_local_rank() {
+  if (env_str("LOCAL_RANK").empty() && !env_str("OMPI_COMM_WORLD_LOCAL_RANK").empty())
+    return env_int("OMPI_COMM_WORLD_LOCAL_RANK", "get_local_rank", false, 0);
+  return env_int("LOCAL_RANK", "get_local_rank", false, 0);
+}
+int get_local_world_size() {
+  if (env_str("LOCAL_WORLD_SIZE").empty() && !env_str("OMPI_COMM_WORLD_LOCAL_SIZE").empty())
+    return env_int("OMPI_COMM_WORLD_LOCAL_SIZE", "get_local_world_size", false, 1);
+  return env_int("LOCAL_WORLD_SIZE", "get_local_world_size", false, 1);
+}
 
 ProcessGroupPtr new_group(std::vector<int> ranks, std::chrono::milliseconds timeout) {
   constexpr const char* op = "new_group";
@@ -197,6 +227,14 @@ ProcessGroupPtr new_group(std::vector<int> ranks, std::chrono::milliseconds time
   }
   const int id = ++s.next_group_id;
   const int me = s.group->rank();
+  if (s.group->backend() == "mpi") {
+    // Every rank takes part in the communicator split; non-members get null.
+    ProcessGroup::Options po = s.group->options();
+    if (timeout.count() > 0) po.timeout = timeout;
+    auto g = detail::make_mpi_subgroup(s.group, ranks, po);
+    if (g) s.subgroups.push_back(g);
+    return g;
+  }
   auto it = std::find(ranks.begin(), ranks.end(), me);
   if (it == ranks.end()) return nullptr;
   ProcessGroup::Options po = s.group->options();

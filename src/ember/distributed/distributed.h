@@ -1,6 +1,7 @@
 #pragma once
 // ember::distributed: torch.distributed for ember (docs/distributed.md). One process per
-// rank; ranks meet through a store and then run collectives over Gloo's TCP transport.
+// rank; ranks meet through a store and then run collectives over Gloo's TCP transport, or
+// (backend "mpi") mpirun starts them and MPI carries the collectives.
 //
 //   namespace dist = ember::distributed;
 //   dist::init_process_group({.backend = "gloo"});      // env:// (torchrun / ember-run)
@@ -22,6 +23,8 @@
 namespace ember::distributed {
 
 struct InitOptions {
+  // "gloo", or "mpi" (when built with MPI; rank and world size then come from MPI, and
+  // init_method and store are not used).
   std::string backend = "gloo";
   // "env://" reads MASTER_ADDR/MASTER_PORT (and RANK/WORLD_SIZE unless given);
   // "tcp://host:port"; "file:///path/to/file" (use a fresh file per run).
@@ -40,6 +43,8 @@ struct InitOptions {
 // the timeout.
 void init_process_group(const InitOptions& options = {});
 bool is_initialized();
+// Whether this build has the MPI backend (torch.distributed.is_mpi_available).
+bool is_mpi_available();
 // Leaves the group (and every subgroup); a later init_process_group may start afresh.
 void destroy_process_group();
 // The default group (throws when not initialized).
@@ -50,7 +55,8 @@ int get_world_size(const ProcessGroupPtr& group = nullptr);
 std::string get_backend(const ProcessGroupPtr& group = nullptr);
 // The store the default group met through (the TCP store on env:// and tcp://).
 const std::shared_ptr<Store>& default_store();
-// Torchrun's LOCAL_RANK / LOCAL_WORLD_SIZE (0 and 1 when unset).
+// Torchrun's LOCAL_RANK / LOCAL_WORLD_SIZE; under mpirun, Open MPI's
+// OMPI_COMM_WORLD_LOCAL_RANK / _LOCAL_SIZE (0 and 1 when none is set).
 int get_local_rank();
 int get_local_world_size();
 

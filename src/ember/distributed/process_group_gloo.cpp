@@ -42,6 +42,7 @@
 #include "ember/autograd/grad_mode.h"
 #include "ember/core/check.h"
 #include "ember/core/shape.h"
+#include "ember/distributed/collective_common.h"
 #include "ember/distributed/gloo_sync_lane.h"
 #include "ember/distributed/process_group.h"
 #include "ember/ops/creation.h"
@@ -83,170 +84,9 @@ int ProcessGroup::group_rank(int global) const {
 
 namespace {
 
+using namespace ember::distributed::detail;  // collective_common.h
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-// ---------------------------------------------------------------- fingerprints
-
-enum class Coll : uint8_t {
-  AllReduce = 1,
-  Broadcast,
-  Reduce,
-  AllGather,
-  ReduceScatter,
-  Gather,
-  Scatter,
-  AllToAll,
-  Barrier,
-};
-
-const char* coll_name(Coll c) {
-  switch (c) {
-    case Coll::AllReduce:
-      return "all_reduce";
-    case Coll::Broadcast:
-      return "broadcast";
-    case Coll::Reduce:
-      return "reduce";
-    case Coll::AllGather:
-      return "all_gather";
-    case Coll::ReduceScatter:
-      return "reduce_scatter";
-    case Coll::Gather:
-      return "gather";
-    case Coll::Scatter:
-      return "scatter";
-    case Coll::AllToAll:
-      return "all_to_all";
-    case Coll::Barrier:
-      return "barrier";
-  }
-  return "?";
-}
-
-constexpr int kMaxFpDims = 8;
-
-// What every rank sends before a collective; plain bytes, the same layout on every rank
-// (all ranks run the same build on the same kind of machine).
-struct Fingerprint {
-  uint64_t seq = 0;
-  int64_t numel = 0;
-  int64_t shape[kMaxFpDims] = {};
-  int32_t root = -1;
-  uint8_t coll = 0;
-  uint8_t reduce = 0xff;  // 0xff: none
-  int8_t dtype = -1;      // -1: no tensor
-  uint8_t ndim = 0;
-  bool operator==(const Fingerprint& o) const { return std::memcmp(this, &o, sizeof(*this)) == 0; }
-};
-static_assert(sizeof(Fingerprint) == 88);
-
-std::string_view short_dtype(DType t) {
-  switch (t) {
-    case DType::UInt8:
-      return "u8";
-    case DType::Int8:
-      return "i8";
-    case DType::Int16:
-      return "i16";
-    case DType::Int32:
-      return "i32";
-    case DType::Int64:
-      return "i64";
-    case DType::Float16:
-      return "f16";
-    case DType::Float32:
-      return "f32";
-    case DType::Float64:
-      return "f64";
-    case DType::Bool:
-      return "bool";
-    case DType::BFloat16:
-      return "bf16";
-    default:
-      return "?";
-  }
-}
-
-// "all_reduce(f32[1024], SUM)", "broadcast(f32[2, 3], root=0)", "barrier()".
-std::string describe(const Fingerprint& f, const ProcessGroup& pg) {
-  std::ostringstream os;
-  os << coll_name(static_cast<Coll>(f.coll)) << "(";
-  bool first = true;
-  if (f.dtype >= 0) {
-    os << short_dtype(static_cast<DType>(f.dtype)) << "[";
-    if (f.ndim <= kMaxFpDims) {
-      for (int i = 0; i < f.ndim; ++i) os << (i ? ", " : "") << f.shape[i];
-    } else {
-      os << f.numel << " elements in " << int(f.ndim) << " dims";
-    }
-    os << "]";
-    first = false;
-  }
-  if (f.reduce != 0xff) {
-    os << (first ? "" : ", ") << reduce_op_name(static_cast<ReduceOp>(f.reduce));
-    first = false;
-  }
-  if (f.root >= 0) os << (first ? "" : ", ") << "root=" << pg.global_rank(f.root);
-  os << ")";
-  return os.str();
-}
-
-std::string rank_list(const std::vector<int>& ranks) {
-  std::ostringstream os;
-  os << (ranks.size() == 1 ? "rank " : "ranks ");
-  for (size_t i = 0; i < ranks.size(); ++i) os << (i ? ", " : "") << ranks[i];
-  return os.str();
-}
-
-// ---------------------------------------------------------------- work handles
-
-class WorkImpl : public Work {
- public:
-  // run_inline: offered the chance to run the operation on the waiting thread
-  // (Note [One worker per group]); returns whether it did.
-  WorkImpl(std::string what, std::function<bool(WorkImpl*)> run_inline)
-      : what_(std::move(what)), run_inline_(std::move(run_inline)) {}
-  bool is_completed() const override {
-    std::lock_guard<std::mutex> l(mu_);
-    return done_;
-  }
-  bool is_success() const override {
-    std::lock_guard<std::mutex> l(mu_);
-    return done_ && !error_;
-  }
-  std::exception_ptr exception() const override {
-    std::lock_guard<std::mutex> l(mu_);
-    return error_;
-  }
-  void wait(milliseconds timeout) override {
-    // Only an unbounded wait may run the operation itself (which ignores the limit).
-    if (timeout == milliseconds::max() && run_inline_ && !is_completed()) run_inline_(this);
-    std::unique_lock<std::mutex> l(mu_);
-    if (timeout == milliseconds::max()) {
-      cv_.wait(l, [&] { return done_; });
-    } else if (!cv_.wait_for(l, timeout, [&] { return done_; })) {
-      EMBER_ERROR("[wait] ", what_, " did not complete within ", timeout.count(), " ms");
-    }
-    if (error_) std::rethrow_exception(error_);
-  }
-  void finish(std::exception_ptr e) {
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      done_ = true;
-      error_ = e;
-    }
-    cv_.notify_all();
-  }
-
- private:
-  std::string what_;
-  std::function<bool(WorkImpl*)> run_inline_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool done_ = false;
-  std::exception_ptr error_;
-};
 
 // ---------------------------------------------------------------- Gloo's store
 
@@ -339,43 +179,6 @@ ReduceFn reduce_fn(DType t, ReduceOp op) {
   }
 }
 
-// ---------------------------------------------------------------- buffers
-
-// The contiguous buffer a collective works on for tensor t, and how to put the result
-// back: t itself when it is contiguous (and, for reductions, of a type Gloo reduces),
-// otherwise a contiguous copy (float32 for 16-bit floats when reducing) written back
-// after the collective.
-struct Buffer {
-  Tensor user;
-  Tensor work;
-  bool write_back = false;
-  uint8_t* bytes() const { return static_cast<uint8_t*>(work.data_ptr()); }
-  size_t nbytes() const { return work.nbytes(); }
-  void finish() {
-    if (write_back) {
-      NoGradGuard ng;
-      user.copy_(work);
-    }
-  }
-};
-
-Buffer make_buffer(const Tensor& t, bool reducing, bool copy_in = true) {
-  Buffer b;
-  b.user = t;
-  NoGradGuard ng;
-  const bool widen = reducing && (t.dtype() == kFloat16 || t.dtype() == kBFloat16);
-  if (widen) {
-    b.work = t.detach().to(kFloat32, /*copy=*/true).contiguous();
-    b.write_back = true;
-  } else if (t.is_contiguous()) {
-    b.work = t.detach();
-  } else {
-    b.work = copy_in ? t.detach().contiguous() : empty(t.sizes(), t.options());
-    b.write_back = true;
-  }
-  return b;
-}
-
 // Gloo's typed setters only use sizeof(T): calls f(type tag) with the unsigned type of
 // the buffer's element size.
 template <typename F>
@@ -407,13 +210,6 @@ void set_input(Options& o, void* p, size_t nbytes, size_t elem) {
     using T = decltype(tag);
     o.template setInput<T>(static_cast<T*>(p), nbytes / sizeof(T));
   });
-}
-
-bool env_flag(const char* name, bool fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  const std::string s(v);
-  return !(s == "0" || s == "false" || s == "FALSE" || s == "off" || s == "OFF" || s == "no");
 }
 
 constexpr uint8_t kP2PSlotPrefix = 0x40;
@@ -935,32 +731,14 @@ class ProcessGroupGloo final : public ProcessGroup {
   // ---- argument checks (on the caller's thread, so errors name the call) ----
 
   void check_tensor(const char* op, const Tensor& t, bool reducing, std::optional<ReduceOp> rop) const {
-    EMBER_CHECK(t.defined(), "[", op, "] the tensor is undefined");
-    EMBER_CHECK(t.is_cpu(), "[", op, "] the gloo backend works on CPU tensors; got one on ", t.device());
-    if (reducing) {
-      EMBER_CHECK(t.dtype() != kBool, "[", op, "] reductions of bool tensors are not supported; convert to uint8");
-      if (rop == ReduceOp::AVG) {
-        EMBER_CHECK(t.is_floating_point(), "[", op, "] ReduceOp::AVG needs a floating-point tensor; got ", t.dtype(),
-                    " (use SUM and divide, or convert)");
-      }
-    }
+    check_tensor_arg(op, t, reducing, rop, "gloo");
     check_usable(op);
   }
 
-  void check_root(const char* op, int root, const char* what) const {
-    EMBER_CHECK(root >= 0 && root < size_, "[", op, "] ", what, " rank ", root, " is not in the group of size ", size_);
-  }
+  void check_root(const char* op, int root, const char* what) const { check_root_arg(op, root, what, size_); }
 
   void check_list(const char* op, const char* name, const std::vector<Tensor>& list, const Tensor& like) const {
-    EMBER_CHECK(static_cast<int>(list.size()) == size_, "[", op, "] ", name, " has ", list.size(),
-                " tensors; it needs one per rank (", size_, ")");
-    for (size_t i = 0; i < list.size(); ++i) {
-      const Tensor& t = list[i];
-      EMBER_CHECK(t.defined() && t.dtype() == like.dtype() && t.sizes() == like.sizes(), "[", op, "] ", name, "[", i,
-                  "] is ", t.defined() ? std::string(short_dtype(t.dtype())) : std::string("undefined"),
-                  t.defined() ? t.sizes() : IntArrayRef{}, "; every entry must be ", short_dtype(like.dtype()),
-                  like.sizes(), " like the tensor it pairs with");
-    }
+    check_list_arg(op, name, list, like, size_);
   }
 
   void check_usable(const char* op) const {
@@ -969,15 +747,7 @@ class ProcessGroupGloo final : public ProcessGroup {
   }
 
   Fingerprint fingerprint(Coll c, const Tensor& t, std::optional<ReduceOp> op, int root) const {
-    Fingerprint f;
-    f.coll = static_cast<uint8_t>(c);
-    f.dtype = static_cast<int8_t>(t.dtype());
-    f.ndim = static_cast<uint8_t>(std::min<int64_t>(t.dim(), 255));
-    f.numel = t.numel();
-    for (int64_t i = 0; i < std::min<int64_t>(t.dim(), kMaxFpDims); ++i) f.shape[i] = t.size(i);
-    if (op) f.reduce = static_cast<uint8_t>(*op);
-    f.root = root;
-    return f;
+    return make_fingerprint(c, t, op, root);
   }
 
   // ---- the worker ----
@@ -1140,27 +910,7 @@ class ProcessGroupGloo final : public ProcessGroup {
         std::memcpy(all_payloads->data() + r * kInlinePayloadBytes, records + r * kRecord + sizeof(Fingerprint),
                     kInlinePayloadBytes);
     }
-    bool same = std::all_of(all.begin(), all.end(), [&](const Fingerprint& f) { return f == all[0]; });
-    if (same) return;
-    // Group the ranks by what they called, in rank order of first appearance.
-    std::vector<std::pair<Fingerprint, std::vector<int>>> groups;
-    for (int r = 0; r < size_; ++r) {
-      const Fingerprint& f = all[static_cast<size_t>(r)];
-      auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == f; });
-      if (it == groups.end()) {
-        groups.push_back({f, {global_rank(r)}});
-      } else {
-        it->second.push_back(global_rank(r));
-      }
-    }
-    std::ostringstream os;
-    os << "[" << task.op << "] collective #" << task.fp.seq << " mismatch: ";
-    for (size_t i = 0; i < groups.size(); ++i) {
-      os << (i ? ", " : "") << rank_list(groups[i].second) << " called " << describe(groups[i].first, *this);
-      if (groups[i].first.seq != task.fp.seq) os << " as collective #" << groups[i].first.seq;
-    }
-    os << "; every rank of a group must issue the same collectives in the same order";
-    throw Error(os.str());
+    check_fingerprints(task.op, task.fp.seq, all, *this);
   }
 
   // Why a collective failed: which ranks never reached it (from the store's progress
@@ -1269,16 +1019,7 @@ class ProcessGroupGloo final : public ProcessGroup {
       o.setTimeout(options_.timeout);
       gloo::allgather(o);
     }
-    const size_t w = static_cast<size_t>(size_);
-    for (size_t r = 0; r < w; ++r) {
-      for (size_t j = 0; j < w; ++j) {
-        const int64_t sent = all[r * 2 * w + j], expected = all[j * 2 * w + w + r];
-        EMBER_CHECK(sent == expected, "[all_to_all_single] split sizes disagree: rank ",
-                    global_rank(static_cast<int>(r)), " sends ", sent, " rows to rank ",
-                    global_rank(static_cast<int>(j)), ", which expects ", expected,
-                    " from it; input_split_sizes[j] on rank r must equal output_split_sizes[r] on rank j");
-      }
-    }
+    check_split_agreement(all, *this);
   }
 
   void gather_all(const Tensor& in, const Tensor& out, uint32_t tag) {
