@@ -32,7 +32,7 @@ struct Schedule {
 };
 
 struct ProfileOptions {
-  bool record_shapes = false;  // input shapes of matmul/linear/conv/bmm (grouping by shape)
+  bool record_shapes = false;  // every op's input shapes and dtypes (grouping by shape)
   bool with_flops = true;      // FLOPs of matmul/linear/conv/bmm
   bool profile_memory = false; // allocated bytes after every op: the memory timeline
   Schedule schedule;
@@ -60,7 +60,10 @@ struct Event {
   uint32_t thread = 0;               // 0, 1, ... in order of first appearance
   int depth = 0;                     // nesting level on its thread
   int step = -1;                     // the schedule step it belongs to (-1: no schedule)
-  std::string shapes;
+  // With record_shapes, the op's tensor inputs as JSON arrays (Note [Input shapes and
+  // dtypes] in profiler.cpp): "[[2, 3], []]" and "[\"float32\", \"int64\"]"; empty for
+  // events without inputs (user ranges, backward nodes, optimizer steps).
+  std::string shapes, dtypes;
   int64_t flops = 0;
   int64_t memory_bytes = -1;         // allocated bytes at its end (profile_memory)
   MemoryByCategory categories;       // their categories (profile_memory, ops on the profiling thread)
