@@ -266,6 +266,45 @@ TEST(Profiler, MemoryByCategory) {
   EXPECT_NE(trace.find("\"optimizer_state\":" + std::to_string(2 * param_bytes)), std::string::npos);
 }
 
+// Without an optimizer the live modules' parameters (and their .grad) are still counted
+// (Note [Memory by category]); a parameter made outside any module is not.
+TEST(Profiler, MemoryByCategoryWithoutAnOptimizer) {
+  manual_seed(0);
+  auto model = std::make_shared<nn::LinearImpl>(64, 16);
+  const Tensor x = randn({8, 64});
+  const Tensor loose = randn({1000}).requires_grad_();  // a leaf, but no module's
+  const int64_t param_bytes = (64 * 16 + 16) * 4;
+  profiler::ProfileOptions o;
+  o.profile_memory = true;
+  Profile prof(o);
+  {
+    profiler::RecordFunction r("test_forward");
+    Tensor loss = model->forward(x).sum();
+    loss.backward();
+  }
+  (void)relu(x);  // a sample after backward
+  model.reset();  // the module is gone: its parameters are no longer counted
+  (void)relu(x);
+  prof.stop();
+  std::vector<profiler::MemorySample> samples;
+  for (const profiler::MemorySample& m : prof.memory_timeline())
+    if (m.categories.known) samples.push_back(m);
+  ASSERT_GE(samples.size(), 3u);
+  EXPECT_EQ(samples.front().categories.parameters, param_bytes) << samples.front().after;
+  EXPECT_EQ(samples.front().categories.gradients, 0);
+  const profiler::MemorySample& after_backward = samples[samples.size() - 2];
+  EXPECT_EQ(after_backward.after, "relu");
+  EXPECT_EQ(after_backward.categories.parameters, param_bytes);
+  EXPECT_EQ(after_backward.categories.gradients, param_bytes);
+  EXPECT_EQ(samples.back().categories.parameters, 0);
+  EXPECT_EQ(samples.back().categories.gradients, 0);
+  for (const profiler::MemorySample& m : samples) {
+    const profiler::MemoryByCategory& c = m.categories;
+    EXPECT_EQ(c.parameters + c.gradients + c.optimizer_state + c.activations + c.other, m.allocated_bytes) << m.after;
+    EXPECT_GE(c.other, static_cast<int64_t>(loose.nbytes())) << m.after;
+  }
+}
+
 // Categories are read only on the profiling thread (Note [Memory by category]).
 TEST(Profiler, MemoryCategoriesOnlyOnTheProfilingThread) {
   profiler::ProfileOptions o;

@@ -16,6 +16,7 @@
 #include "ember/core/op_scope.h"
 #include "ember/core/tensor.h"
 #include "ember/guards/guards.h"
+#include "ember/nn/live_modules.h"
 #include "ember/optim/optimizer.h"
 #include "ember/serialize/json.h"
 
@@ -150,7 +151,7 @@ namespace {
 MemoryByCategory categorize(int64_t allocated) {
   MemoryByCategory c;
   c.known = true;
-  const optim::detail::OptimizerMemory m = optim::detail::live_optimizer_memory();
+  const optim::detail::OptimizerMemory m = optim::detail::live_optimizer_memory(nn::detail::live_module_parameters());
   c.parameters = m.parameters;
   c.gradients = m.gradients;
   c.optimizer_state = m.state;

@@ -38,15 +38,18 @@ struct ProfileOptions {
   Schedule schedule;
 };
 
-// Note [Memory by category]: allocated bytes split into what holds them. parameters,
-// gradients and optimizer_state come from the live optimizers (their parameters, those
-// parameters' .grad and the optimizers' state tensors; a model without an optimizer has
-// its parameters in `other`); activations are the tensors saved for backward, as the
-// GraphRetention guard counts them (parameters excluded, a tensor saved by two ops counted
-// twice, so capped at what the first three leave; 0 when that guard is off); other is the
-// rest (inputs, outputs and temporaries of the ops). The five add up to the allocated bytes. Categories are read only at
-// the end of events on the thread that created the Profile, the thread that runs the
-// training loop, so they never race with an optimizer step; elsewhere known = false.
+// Note [Memory by category]: allocated bytes split into what holds them. parameters are
+// the registered parameters of every live nn::Module and the parameters of every live
+// optimizer (so a model run without an optimizer has its parameters counted too);
+// gradients are those parameters' .grad; optimizer_state the optimizers' state tensors
+// (each storage counted once across the three). activations are the tensors saved for
+// backward, as the GraphRetention guard counts them (parameters excluded, a tensor saved
+// by two ops counted twice, so capped at what the first three leave; 0 when that guard is
+// off); other is the rest (inputs, outputs and temporaries of the ops, and parameters made
+// outside any module or optimizer). The five add up to the allocated bytes. Categories are
+// read only at the end of events on the thread that created the Profile, the thread that
+// runs the training loop, so they never race with an optimizer step or a module being
+// built; elsewhere known = false.
 struct MemoryByCategory {
   bool known = false;
   int64_t parameters = 0, gradients = 0, optimizer_state = 0, activations = 0, other = 0;
