@@ -6,7 +6,17 @@
 #include <utility>
 #include <vector>
 
+#include "ember/core/tensor.h"
+
 namespace ember {
+
+const Tensor* OpInputs::operator[](size_t i) const { return i < num_single_ ? single_[i] : list_ + (i - num_single_); }
+
+void OpScope::enter_observed(const OpInputs& inputs) noexcept {
+  observed_ = true;
+  exceptions_ = std::uncaught_exceptions();  // only observed scopes report a throw
+  detail::notify_op({name_, true, false, inputs});
+}
 
 namespace detail {
 std::atomic<int> g_op_observer_count{0};

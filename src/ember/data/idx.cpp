@@ -118,7 +118,7 @@ Tensor read_idx(const std::string& path) {
 }
 
 void write_idx(const Tensor& t, const std::string& path) {
-  OpScope scope("write_idx");
+  OpScope scope("write_idx", {&t});
   uint8_t code = 0;
   switch (t.dtype()) {
     case kUInt8: code = 0x08; break;

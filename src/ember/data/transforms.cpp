@@ -38,7 +38,7 @@ Normalize::Normalize(std::vector<double> mean, std::vector<double> std) : mean_(
 }
 
 Tensor Normalize::operator()(const Tensor& x) const {
-  OpScope scope("Normalize");
+  OpScope scope("Normalize", {&x});
   EMBER_CHECK(x.defined() && x.is_floating_point() && x.dim() >= 1,
               "[Normalize] expected a floating-point tensor [C, ...], got ",
               x.defined() ? std::string(dtype_name(x.dtype())) : std::string("an undefined tensor"),
@@ -65,7 +65,7 @@ RandomHorizontalFlip::RandomHorizontalFlip(double p) : p_(p) {
 }
 
 Tensor RandomHorizontalFlip::operator()(const Tensor& x) const {
-  OpScope scope("RandomHorizontalFlip");
+  OpScope scope("RandomHorizontalFlip", {&x});
   EMBER_CHECK(x.defined() && x.dim() >= 1, "[RandomHorizontalFlip] expected a tensor with at least one dim");
   // Always draw, so the stream position of later transforms does not depend on this outcome.
   const bool flip_it = sample_uniform() < p_;
@@ -81,7 +81,7 @@ RandomCrop::RandomCrop(std::vector<int64_t> size, int64_t padding, double fill)
 }
 
 Tensor RandomCrop::operator()(const Tensor& x) const {
-  OpScope scope("RandomCrop");
+  OpScope scope("RandomCrop", {&x});
   EMBER_CHECK(x.defined() && x.dim() >= 2, "[RandomCrop] expected a tensor [..., H, W] with at least 2 dims");
   Tensor padded = padding_ > 0 ? pad(x, {padding_, padding_, padding_, padding_}, "constant", fill_) : x;
   const int64_t h = padded.size(-2), w = padded.size(-1);

@@ -216,7 +216,7 @@ namespace functional {
 
 Tensor ctc_loss(const Tensor& log_probs, const Tensor& targets, const Tensor& input_lengths,
                 const Tensor& target_lengths, const CTCLossFuncOptions& options) {
-  OpScope scope("ctc_loss");
+  OpScope scope("ctc_loss", {&log_probs, &targets, &input_lengths, &target_lengths});
   Tensor nll = ctc_nll(log_probs, targets, input_lengths, target_lengths, options.blank(), options.zero_infinity());
   switch (options.reduction()) {
     case Reduction::None:

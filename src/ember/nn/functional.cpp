@@ -11,14 +11,14 @@
 namespace ember::nn::functional {
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
-  OpScope scope("linear");
+  OpScope scope("linear", {&input, &weight, &bias});
   return ember::linear(input, weight, bias);
 }
 
 Tensor relu(const Tensor& input) { return input.relu(); }
 
 Tensor leaky_relu(const Tensor& input, double negative_slope) {
-  OpScope scope("leaky_relu");
+  OpScope scope("leaky_relu", {&input});
   EMBER_CHECK(input.defined(), "[leaky_relu] called with an undefined tensor");
   return ember::leaky_relu(input, negative_slope);
 }
@@ -33,7 +33,7 @@ Tensor log_softmax(const Tensor& input, int64_t dim) { return input.log_softmax(
 Tensor dropout(const Tensor& input, double p, bool training) {
   jit::detail::TraceOp trace("dropout");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("dropout");
+  OpScope scope("dropout", {&input});
   EMBER_CHECK(p >= 0 && p <= 1, "[dropout] probability has to be between 0 and 1, but got ", p);
   EMBER_CHECK(input.defined(), "[dropout] called with an undefined tensor");
   if (!training || p == 0) return input;

@@ -131,7 +131,7 @@ int64_t prod(IntArrayRef v) {
 
 std::tuple<Tensor, Tensor> max_pool_nd(const Tensor& input, size_t D, const MaxPoolOptions& o, bool want_indices,
                                        const char* op) {
-  OpScope scope(op);
+  OpScope scope(op, {&input});
   bool unb = false;
   Tensor x = batched(input, D, op, unb);
   PoolGeometry g = pool_geometry(x, D, o.kernel_size(), o.stride(), o.padding(), o.dilation(), o.ceil_mode(), op);
@@ -156,7 +156,7 @@ std::tuple<Tensor, Tensor> max_pool_nd(const Tensor& input, size_t D, const MaxP
 }
 
 Tensor avg_pool_nd(const Tensor& input, size_t D, const AvgPoolOptions& o, const char* op) {
-  OpScope scope(op);
+  OpScope scope(op, {&input});
   bool unb = false;
   Tensor x = batched(input, D, op, unb);
   PoolGeometry g = pool_geometry(x, D, o.kernel_size(), o.stride(), o.padding(), DimVector{1}, o.ceil_mode(), op);
@@ -191,7 +191,7 @@ Tensor avg_pool_nd(const Tensor& input, size_t D, const AvgPoolOptions& o, const
 // Adaptive pooling one spatial dim at a time (bins: [floor(i L / O), ceil((i + 1) L / O))).
 std::tuple<Tensor, Tensor> adaptive_pool_nd(const Tensor& input, size_t D, IntArrayRef output_size, bool is_max,
                                             const char* op) {
-  OpScope scope(op);
+  OpScope scope(op, {&input});
   bool unb = false;
   Tensor x = batched(input, D, op, unb);
   DimVector os = expand_dims(output_size, D, op, "output_size");
@@ -228,7 +228,7 @@ std::tuple<Tensor, Tensor> fractional_max_pool_nd(const Tensor& input, size_t D,
                                                   const std::optional<std::vector<int64_t>>& output_size,
                                                   const std::optional<std::vector<double>>& output_ratio,
                                                   const Tensor& samples, const char* op) {
-  OpScope scope(op);
+  OpScope scope(op, {&input, &samples});
   bool unb = false;
   Tensor x = batched(input, D, op, unb);
   EMBER_CHECK(output_size.has_value() != output_ratio.has_value(), "[", op,
@@ -288,7 +288,7 @@ std::tuple<Tensor, Tensor> fractional_max_pool_nd(const Tensor& input, size_t D,
 
 Tensor lp_pool_nd(const Tensor& input, size_t D, double norm_type, IntArrayRef k, IntArrayRef s, bool ceil_mode,
                   const char* op) {
-  OpScope scope(op);
+  OpScope scope(op, {&input});
   AvgPoolOptions ao(k);
   ao.stride(s).ceil_mode(ceil_mode);
   Tensor out = avg_pool_nd(input.pow(norm_type), D, ao, op);
@@ -297,7 +297,7 @@ Tensor lp_pool_nd(const Tensor& input, size_t D, double norm_type, IntArrayRef k
 
 Tensor max_unpool_nd(const Tensor& input, const Tensor& indices, size_t D, IntArrayRef kernel, IntArrayRef stride,
                      IntArrayRef padding, const std::optional<std::vector<int64_t>>& output_size, const char* op) {
-  OpScope scope(op);
+  OpScope scope(op, {&input, &indices});
   bool unb = false;
   Tensor x = batched(input, D, op, unb);
   Tensor ix = unb ? indices.unsqueeze(0) : indices;
@@ -354,7 +354,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Conv2dFuncOptions
 
 Tensor conv3d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride, IntArrayRef padding,
               IntArrayRef dilation, int64_t groups) {
-  OpScope scope("conv3d");
+  OpScope scope("conv3d", {&input, &weight, &bias});
   bool unb = false;
   Tensor x = batched(input, 3, "conv3d", unb);
   EMBER_CHECK(weight.dim() == 5, "[conv3d] weight must be 5-D [out, in / groups, kD, kH, kW], got ", weight.sizes());
@@ -395,7 +395,7 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const ConvTra
 }
 Tensor conv_transpose3d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
                         IntArrayRef padding, IntArrayRef output_padding, int64_t groups, IntArrayRef dilation) {
-  OpScope scope("conv_transpose3d");
+  OpScope scope("conv_transpose3d", {&input, &weight, &bias});
   bool unb = false;
   Tensor x = batched(input, 3, "conv_transpose3d", unb);
   EMBER_CHECK(weight.dim() == 5, "[conv_transpose3d] weight must be 5-D [in, out / groups, kD, kH, kW], got ",
@@ -531,7 +531,7 @@ Tensor pad(const Tensor& input, const PadFuncOptions& o) {
               "[pad] pad must have an even number of values, at most 2 per dim of the input ", input.sizes(),
               "; got ", p.size());
   if (o.mode() != "circular") return ember::pad(input, p, o.mode(), o.value());
-  OpScope scope("pad");
+  OpScope scope("pad", {&input});
   Tensor x = input;
   for (size_t i = 0; i < p.size() / 2; ++i) {
     const int64_t dim = input.dim() - 1 - static_cast<int64_t>(i);
@@ -548,7 +548,7 @@ Tensor pad(const Tensor& input, const PadFuncOptions& o) {
 }
 
 Tensor unfold(const Tensor& input, const UnfoldFuncOptions& o) {
-  OpScope scope("unfold");
+  OpScope scope("unfold", {&input});
   bool unb = false;
   Tensor x = batched(input, 2, "unfold", unb);
   const int64_t p0 = o.padding()[0], p1 = o.padding()[1];
@@ -560,7 +560,7 @@ Tensor unfold(const Tensor& input, const UnfoldFuncOptions& o) {
 }
 
 Tensor fold(const Tensor& input, const FoldFuncOptions& o) {
-  OpScope scope("fold");
+  OpScope scope("fold", {&input});
   const bool unb = input.dim() == 2;
   EMBER_CHECK(input.dim() == 2 || input.dim() == 3,
               "[fold] Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported (got ", input.dim(),
@@ -594,7 +594,7 @@ Tensor fold(const Tensor& input, const FoldFuncOptions& o) {
 }
 
 Tensor pixel_shuffle(const Tensor& input, int64_t r) {
-  OpScope scope("pixel_shuffle");
+  OpScope scope("pixel_shuffle", {&input});
   EMBER_CHECK(input.dim() >= 3 && r > 0 && input.size(-3) % (r * r) == 0, "[pixel_shuffle] expected [*, C * r^2, H, W] ",
               "with r = ", r, ", got ", input.sizes());
   const int64_t c = input.size(-3) / (r * r), h = input.size(-2), w = input.size(-1);
@@ -609,7 +609,7 @@ Tensor pixel_shuffle(const Tensor& input, int64_t r) {
 }
 
 Tensor pixel_unshuffle(const Tensor& input, int64_t r) {
-  OpScope scope("pixel_unshuffle");
+  OpScope scope("pixel_unshuffle", {&input});
   EMBER_CHECK(input.dim() >= 3 && r > 0 && input.size(-2) % r == 0 && input.size(-1) % r == 0,
               "[pixel_unshuffle] expected [*, C, H, W] with H and W divisible by ", r, ", got ", input.sizes());
   const int64_t c = input.size(-3), h = input.size(-2) / r, w = input.size(-1) / r;
@@ -624,7 +624,7 @@ Tensor pixel_unshuffle(const Tensor& input, int64_t r) {
 }
 
 Tensor interpolate(const Tensor& input, const InterpolateFuncOptions& o) {
-  OpScope scope("interpolate");
+  OpScope scope("interpolate", {&input});
   const int64_t D = input.dim() - 2;
   const std::string& mode = o.mode();
   EMBER_CHECK(D >= 1 && D <= 3, "[interpolate] Input Error: Only 3D, 4D and 5D input Tensors supported (got ",
@@ -852,7 +852,7 @@ std::array<Tensor, 4> cubic_weights(const Tensor& t) {
 }  // namespace
 
 Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleFuncOptions& o) {
-  OpScope scope("grid_sample");
+  OpScope scope("grid_sample", {&input, &grid});
   EMBER_CHECK(input.defined() && grid.defined(), "[grid_sample] input and grid must be defined tensors");
   EMBER_CHECK(input.dim() == 4, "[grid_sample] expected a 4-D input [N, C, H, W], got ", input.sizes(),
               " (5-D volumetric sampling is not supported yet)");
@@ -927,7 +927,7 @@ Tensor grid_sample(const Tensor& input, const Tensor& grid, const GridSampleFunc
 }
 
 Tensor affine_grid(const Tensor& theta, IntArrayRef size, bool align_corners) {
-  OpScope scope("affine_grid");
+  OpScope scope("affine_grid", {&theta});
   const bool two = size.size() == 4;
   EMBER_CHECK(two || size.size() == 5, "[affine_grid] affine_grid only supports 4D and 5D sizes, for 2D and 3D affine "
               "transforms, respectively. Got size ", size, " (give [N, C, H, W] or [N, C, D, H, W])");
@@ -1046,7 +1046,7 @@ Tensor prelu(const Tensor& input, const Tensor& weight) {
   return input.clamp_min(0) + w * input.clamp_max(0);
 }
 Tensor gumbel_softmax(const Tensor& logits, const GumbelSoftmaxFuncOptions& o) {
-  OpScope scope("gumbel_softmax");
+  OpScope scope("gumbel_softmax", {&logits});
   Tensor u = empty(logits.sizes(), logits.options());
   u.uniform_(0.0, 1.0);
   // -log(Exp(1)) draws: -log(-log(U)), U kept away from 0 and 1.
@@ -1132,7 +1132,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
                     o.eps());
 }
 Tensor instance_norm(const Tensor& input, const InstanceNormFuncOptions& o) {
-  OpScope scope("instance_norm");
+  OpScope scope("instance_norm", {&input});
   EMBER_CHECK(input.dim() >= 3, "[instance_norm] expected an [N, C, *] input, got ", input.sizes());
   std::vector<int64_t> dims;
   for (int64_t d = 2; d < input.dim(); ++d) dims.push_back(d);
@@ -1171,7 +1171,7 @@ Tensor group_norm(const Tensor& input, const GroupNormFuncOptions& o) {
   return group_norm(input, o.num_groups(), o.weight(), o.bias(), o.eps());
 }
 Tensor local_response_norm(const Tensor& input_, const LocalResponseNormFuncOptions& o) {
-  OpScope scope("local_response_norm");
+  OpScope scope("local_response_norm", {&input_});
   // Integer inputs are normalised in the default float dtype (the result of the division).
   const Tensor input = input_.is_floating_point() ? input_ : input_.to(get_default_dtype());
   EMBER_CHECK(input.dim() >= 3, "[local_response_norm] expected an input of 3 or more dims [N, C, *], got ",
@@ -1213,7 +1213,7 @@ Tensor embedding(const Tensor& input, const Tensor& weight, const EmbeddingFuncO
   return out;
 }
 Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingBagFuncOptions& o) {
-  OpScope scope("embedding_bag");
+  OpScope scope("embedding_bag", {&input, &weight});
   const std::string& mode = o.mode();
   EMBER_CHECK(mode == "sum" || mode == "mean" || mode == "max", "[embedding_bag] mode must be sum, mean or max, got '",
               mode, "'");
@@ -1265,19 +1265,19 @@ Tensor embedding_bag(const Tensor& input, const Tensor& weight, const EmbeddingB
 
 // ---- distances ----
 Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, const CosineSimilarityFuncOptions& o) {
-  OpScope scope("cosine_similarity");
+  OpScope scope("cosine_similarity", {&x1, &x2});
   const int64_t dim = o.dim();
   Tensor w12 = (x1 * x2).sum(IntArrayRef(dim));
   Tensor n1 = (x1 * x1).sum(IntArrayRef(dim)), n2 = (x2 * x2).sum(IntArrayRef(dim));
   return w12 / (n1 * n2).clamp_min(o.eps() * o.eps()).sqrt();
 }
 Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, const PairwiseDistanceFuncOptions& o) {
-  OpScope scope("pairwise_distance");
+  OpScope scope("pairwise_distance", {&x1, &x2});
   const int64_t dim = std::max<int64_t>(x1.dim(), x2.dim()) - 1;
   return (x1 - x2 + o.eps()).norm(o.p(), IntArrayRef(dim < 0 ? 0 : dim), o.keepdim());
 }
 Tensor pdist(const Tensor& input, double p) {
-  OpScope scope("pdist");
+  OpScope scope("pdist", {&input});
   EMBER_CHECK(input.dim() == 2, "[pdist] expected a 2-D input [N, M], got ", input.sizes());
   const int64_t n = input.size(0);
   std::vector<int64_t> a, b;
@@ -1324,13 +1324,13 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const CrossEntro
   return cross_entropy(input, target, o.weight(), o.ignore_index(), o.reduction(), o.label_smoothing());
 }
 Tensor hinge_embedding_loss(const Tensor& input, const Tensor& target, const HingeEmbeddingLossFuncOptions& o) {
-  OpScope scope("hinge_embedding_loss");
+  OpScope scope("hinge_embedding_loss", {&input, &target});
   Tensor margin_part = where(target.ne(1), (o.margin() - input).clamp_min(0), Scalar(0.0));
   Tensor self_part = where(target.ne(-1), input, Scalar(0.0));
   return reduce(margin_part + self_part, o.reduction(), "hinge_embedding_loss");
 }
 Tensor multi_margin_loss(const Tensor& input, const Tensor& target, const MultiMarginLossFuncOptions& o) {
-  OpScope scope("multi_margin_loss");
+  OpScope scope("multi_margin_loss", {&input, &target});
   EMBER_CHECK(o.p() == 1 || o.p() == 2, "[multi_margin_loss] only p = 1 and p = 2 are supported, got ", o.p());
   Tensor x = input.dim() == 1 ? input.unsqueeze(0) : input;
   Tensor t = target.reshape({-1, 1}).to(kInt64);
@@ -1348,7 +1348,7 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, const MultiM
 }
 Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const Tensor& target,
                              const CosineEmbeddingLossFuncOptions& o) {
-  OpScope scope("cosine_embedding_loss");
+  OpScope scope("cosine_embedding_loss", {&input1, &input2, &target});
   constexpr double eps = 1e-12;
   const int64_t dim = input1.dim() - 1;
   Tensor prod_sum = (input1 * input2).sum(IntArrayRef(dim));
@@ -1359,7 +1359,7 @@ Tensor cosine_embedding_loss(const Tensor& input1, const Tensor& input2, const T
   return reduce(pos + neg, o.reduction(), "cosine_embedding_loss");
 }
 Tensor multilabel_margin_loss(const Tensor& input, const Tensor& target, const MultilabelMarginLossFuncOptions& o) {
-  OpScope scope("multilabel_margin_loss");
+  OpScope scope("multilabel_margin_loss", {&input, &target});
   const bool one = input.dim() <= 1;
   Tensor x = one ? input.reshape({1, -1}) : input;
   Tensor t = (one ? target.reshape({1, -1}) : target).to(kInt64);
@@ -1380,7 +1380,7 @@ Tensor soft_margin_loss(const Tensor& input, const Tensor& target, const SoftMar
 }
 Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target,
                                    const MultilabelSoftMarginLossFuncOptions& o) {
-  OpScope scope("multilabel_soft_margin_loss");
+  OpScope scope("multilabel_soft_margin_loss", {&input, &target});
   Tensor loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input));
   if (o.weight().defined()) loss = loss * o.weight();
   const int64_t cdim = input.dim() - 1;
@@ -1389,7 +1389,7 @@ Tensor multilabel_soft_margin_loss(const Tensor& input, const Tensor& target,
 }
 Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
                            const TripletMarginLossFuncOptions& o) {
-  OpScope scope("triplet_margin_loss");
+  OpScope scope("triplet_margin_loss", {&anchor, &positive, &negative});
   auto pd = PairwiseDistanceFuncOptions().p(o.p()).eps(o.eps());
   Tensor d_ap = pairwise_distance(anchor, positive, pd), d_an = pairwise_distance(anchor, negative, pd);
   if (o.swap()) d_an = d_an.minimum(pairwise_distance(positive, negative, pd));
@@ -1397,7 +1397,7 @@ Tensor triplet_margin_loss(const Tensor& anchor, const Tensor& positive, const T
 }
 Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& positive, const Tensor& negative,
                                          const TripletMarginWithDistanceLossFuncOptions& o) {
-  OpScope scope("triplet_margin_with_distance_loss");
+  OpScope scope("triplet_margin_with_distance_loss", {&anchor, &positive, &negative});
   auto dist = [&](const Tensor& a, const Tensor& b) {
     return o.distance_function() ? (*o.distance_function())(a, b) : pairwise_distance(a, b);
   };
@@ -1406,7 +1406,7 @@ Tensor triplet_margin_with_distance_loss(const Tensor& anchor, const Tensor& pos
   return reduce((o.margin() + d_ap - d_an).clamp_min(0), o.reduction(), "triplet_margin_with_distance_loss");
 }
 Tensor poisson_nll_loss(const Tensor& input, const Tensor& target, const PoissonNLLLossFuncOptions& o) {
-  OpScope scope("poisson_nll_loss");
+  OpScope scope("poisson_nll_loss", {&input, &target});
   Tensor loss = o.log_input() ? input.exp() - target * input : input - target * (input + o.eps()).log();
   if (o.full()) {
     Tensor t = target.clamp_min(1);  // the Stirling term, only where target > 1

@@ -84,7 +84,7 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   }
   jit::detail::TraceOp trace("batch_norm");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("batch_norm");
+  OpScope scope("batch_norm", {&input, &running_mean, &running_var, &weight, &bias});
   constexpr const char* op = "batch_norm";
   check_float_input(input, op);
   EMBER_CHECK(input.dim() >= 2, "[batch_norm] expected an input of sizes [N, C, *] (at least 2 dims), got sizes ",
@@ -156,7 +156,7 @@ Tensor layer_norm(const Tensor& input, IntArrayRef normalized_shape, const Tenso
   }
   jit::detail::TraceOp trace("layer_norm");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("layer_norm");
+  OpScope scope("layer_norm", {&input, &weight, &bias});
   constexpr const char* op = "layer_norm";
   check_float_input(input, op);
   const int64_t k = static_cast<int64_t>(normalized_shape.size());
@@ -189,7 +189,7 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const Tensor& weight,
   }
   jit::detail::TraceOp trace("group_norm");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("group_norm");
+  OpScope scope("group_norm", {&input, &weight, &bias});
   constexpr const char* op = "group_norm";
   check_float_input(input, op);
   EMBER_CHECK(input.dim() >= 2, "[group_norm] expected an input of sizes [N, C, *] (at least 2 dims), got sizes ",
@@ -232,7 +232,7 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
                  std::optional<double> max_norm, double norm_type) {
   jit::detail::TraceOp trace("embedding");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("embedding");
+  OpScope scope("embedding", {&input, &weight});
   EMBER_CHECK(input.defined() && weight.defined(), "[embedding] called with an undefined tensor");
   EMBER_CHECK(weight.dim() == 2, "[embedding] weight must be 2-d [num_embeddings, embedding_dim], got sizes ",
               weight.sizes());
@@ -279,7 +279,7 @@ Tensor embedding(const Tensor& input, const Tensor& weight, std::optional<int64_
 }
 
 Tensor bilinear(const Tensor& input1, const Tensor& input2, const Tensor& weight, const Tensor& bias) {
-  OpScope scope("bilinear");
+  OpScope scope("bilinear", {&input1, &input2, &weight, &bias});
   EMBER_CHECK(input1.defined() && input2.defined() && weight.defined(), "[bilinear] called with an undefined tensor");
   EMBER_CHECK(weight.dim() == 3, "[bilinear] weight must be 3-d [out, in1, in2], got sizes ", weight.sizes());
   const int64_t out_f = weight.size(0), in1 = weight.size(1), in2 = weight.size(2);

@@ -129,7 +129,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction r) {
   if (amp::is_autocast_enabled()) {
     if (auto c = amp::cast_inputs(amp::policy_of("mse_loss"), input, target)) return mse_loss((*c)[0], (*c)[1], r);
   }
-  OpScope scope("mse_loss");
+  OpScope scope("mse_loss", {&input, &target});
   check_same_size(input, target, "mse_loss");
   Tensor d = input - target;
   return reduce(d * d, r, "mse_loss");
@@ -139,7 +139,7 @@ Tensor l1_loss(const Tensor& input, const Tensor& target, Reduction r) {
   if (amp::is_autocast_enabled()) {
     if (auto c = amp::cast_inputs(amp::policy_of("l1_loss"), input, target)) return l1_loss((*c)[0], (*c)[1], r);
   }
-  OpScope scope("l1_loss");
+  OpScope scope("l1_loss", {&input, &target});
   check_same_size(input, target, "l1_loss");
   return reduce((input - target).abs(), r, "l1_loss");
 }
@@ -148,7 +148,7 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, Reduction r, do
   if (amp::is_autocast_enabled()) {
     if (auto c = amp::cast_inputs(amp::policy_of("smooth_l1_loss"), input, target)) return smooth_l1_loss((*c)[0], (*c)[1], r, beta);
   }
-  OpScope scope("smooth_l1_loss");
+  OpScope scope("smooth_l1_loss", {&input, &target});
   check_same_size(input, target, "smooth_l1_loss");
   EMBER_CHECK(beta >= 0, "[smooth_l1_loss] beta must be non-negative, got ", beta);
   Tensor d = (input - target).abs();
@@ -160,7 +160,7 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, Reduction r, double
   if (amp::is_autocast_enabled()) {
     if (auto c = amp::cast_inputs(amp::policy_of("huber_loss"), input, target)) return huber_loss((*c)[0], (*c)[1], r, delta);
   }
-  OpScope scope("huber_loss");
+  OpScope scope("huber_loss", {&input, &target});
   check_same_size(input, target, "huber_loss");
   EMBER_CHECK(delta > 0, "[huber_loss] delta must be positive, got ", delta);
   Tensor d = (input - target).abs();
@@ -171,7 +171,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const Tensor& weight,
   if (amp::is_autocast_enabled()) {
     if (auto c = amp::cast_inputs(amp::policy_of("nll_loss"), input, target, weight)) return nll_loss((*c)[0], (*c)[1], (*c)[2], ignore_index, r);
   }
-  OpScope scope("nll_loss");
+  OpScope scope("nll_loss", {&input, &target, &weight});
   EMBER_CHECK(input.defined() && target.defined(), "[nll_loss] called with an undefined tensor");
   EMBER_CHECK(target.dtype() == kInt64 || target.dtype() == kInt32, "[nll_loss] expected class indices of dtype int64 ",
               "as target, got ", target.dtype(), " (for probabilities use cross_entropy with a floating target)");
@@ -205,7 +205,7 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, const Tensor& we
   if (amp::is_autocast_enabled()) {
     if (auto c = amp::cast_inputs(amp::policy_of("cross_entropy"), input, target, weight)) return cross_entropy((*c)[0], (*c)[1], (*c)[2], ignore_index, r, label_smoothing);
   }
-  OpScope scope("cross_entropy");
+  OpScope scope("cross_entropy", {&input, &target, &weight});
   EMBER_CHECK(input.defined() && target.defined(), "[cross_entropy] called with an undefined tensor");
   EMBER_CHECK(label_smoothing >= 0 && label_smoothing <= 1,
               "[cross_entropy] label_smoothing must be between 0.0 and 1.0, got ", label_smoothing);
@@ -267,7 +267,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
   if (amp::is_autocast_enabled()) {
     if (auto c = amp::cast_inputs(amp::policy_of("binary_cross_entropy"), input, target, weight)) return binary_cross_entropy((*c)[0], (*c)[1], (*c)[2], r);
   }
-  OpScope scope("binary_cross_entropy");
+  OpScope scope("binary_cross_entropy", {&input, &target, &weight});
   check_same_size(input, target, "binary_cross_entropy");
   EMBER_CHECK(((input >= 0).logical_and(input <= 1)).all().item<bool>(),
               "[binary_cross_entropy] all elements of input should be between 0 and 1 (apply sigmoid, or use "
@@ -283,7 +283,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
   if (amp::is_autocast_enabled()) {
     if (auto c = amp::cast_inputs(amp::policy_of("binary_cross_entropy_with_logits"), input, target, weight, pos_weight)) return binary_cross_entropy_with_logits((*c)[0], (*c)[1], (*c)[2], (*c)[3], r);
   }
-  OpScope scope("binary_cross_entropy_with_logits");
+  OpScope scope("binary_cross_entropy_with_logits", {&input, &target, &weight, &pos_weight});
   check_same_size(input, target, "binary_cross_entropy_with_logits");
   // -log(sigmoid(x)) = softplus(-x) (linear past its threshold, so no overflow; its
   // gradient at 0 is -1/2, as PyTorch's).
@@ -303,7 +303,7 @@ Tensor kl_div(const Tensor& input, const Tensor& target, Reduction r, bool log_t
   if (amp::is_autocast_enabled()) {
     if (auto c = amp::cast_inputs(amp::policy_of("kl_div"), input, target)) return kl_div((*c)[0], (*c)[1], r, log_target);
   }
-  OpScope scope("kl_div");
+  OpScope scope("kl_div", {&input, &target});
   EMBER_CHECK(input.defined() && target.defined(), "[kl_div] called with an undefined tensor");
   Tensor loss;
   if (log_target) {

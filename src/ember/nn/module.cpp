@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <mutex>
 #include <ostream>
 #include <sstream>
 #include <typeinfo>
@@ -14,6 +15,7 @@
 #include "ember/autograd/grad_mode.h"
 #include "ember/core/check.h"
 #include "ember/core/warning.h"
+#include "ember/nn/live_modules.h"
 
 namespace ember::nn {
 
@@ -37,8 +39,31 @@ std::string shape_str(IntArrayRef s) {
 
 }  // namespace
 
-Module::Module() = default;
-Module::Module(std::string name) : name_(std::move(name)) {}
+namespace {
+// The live modules, for detail::live_module_parameters. Never destroyed: a module freed
+// late at exit must still find it.
+std::mutex g_live_mu;
+std::unordered_set<const Module*>& live_modules() {
+  static auto* live = new std::unordered_set<const Module*>;
+  return *live;
+}
+void add_live(const Module* m) {
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  live_modules().insert(m);
+}
+}  // namespace
+
+std::vector<Tensor> detail::live_module_parameters() {
+  std::vector<Tensor> out;
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  for (const Module* m : live_modules()) {
+    for (Tensor& p : m->parameters(/*recurse=*/false)) out.push_back(std::move(p));
+  }
+  return out;
+}
+
+Module::Module() { add_live(this); }
+Module::Module(std::string name) : name_(std::move(name)) { add_live(this); }
 
 Module::Module(const Module& other)
     : std::enable_shared_from_this<Module>(),
@@ -50,7 +75,9 @@ Module::Module(const Module& other)
       children_(other.children_),
       pre_hooks_(other.pre_hooks_),
       post_hooks_(other.post_hooks_),
-      next_hook_id_(other.next_hook_id_) {}
+      next_hook_id_(other.next_hook_id_) {
+  add_live(this);
+}
 
 Module& Module::operator=(const Module& other) {
   if (this == &other) return *this;
@@ -94,7 +121,10 @@ std::shared_ptr<Module> Module::shared_from_this_checked() const {
                 "/*include_self=*/false to modules() or named_modules()");
   }
 }
-Module::~Module() = default;
+Module::~Module() {
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  live_modules().erase(this);
+}
 
 Tensor Module::forward(const Tensor&) {
   EMBER_ERROR("[nn.Module] ", this->name(), " has no forward(Tensor); call the module with the arguments its forward takes");

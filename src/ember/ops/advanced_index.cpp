@@ -520,7 +520,7 @@ Tensor masked_scatter_copy(const Tensor& t, const Tensor& mask, const Tensor& so
 Tensor masked_fill(const Tensor& t, const Tensor& mask, const Scalar& value) {
   jit::detail::TraceOp trace("masked_fill");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("masked_fill");
+  OpScope scope("masked_fill", {&t, &mask});
   return masked_fill_op(t, mask, value, Tensor());
 }();
   if (trace.recording()) trace.record({t, mask}, {{"value", detail::value_from_scalar(value)}}, out);
@@ -530,7 +530,7 @@ Tensor masked_fill(const Tensor& t, const Tensor& mask, const Scalar& value) {
 Tensor masked_fill(const Tensor& t, const Tensor& mask, const Tensor& value) {
   jit::detail::TraceOp trace("masked_fill");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("masked_fill");
+  OpScope scope("masked_fill", {&t, &mask, &value});
   const Scalar v = fill_value(value, "masked_fill");
   return masked_fill_op(t, mask, v, value);
 }();
@@ -543,20 +543,20 @@ Tensor Tensor::masked_fill(const Tensor& mask, const Scalar& value) const {
 }
 
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) const {
-  OpScope scope("masked_fill_");
+  OpScope scope("masked_fill_", {this, &mask});
   masked_fill_op_(self_mut(), mask, value, Tensor());
   return self_mut();
 }
 
 Tensor& masked_fill_(Tensor& t, const Tensor& mask, const Tensor& value) {
-  OpScope scope("masked_fill_");
+  OpScope scope("masked_fill_", {&t, &mask, &value});
   const Scalar v = fill_value(value, "masked_fill_");
   masked_fill_op_(t, mask, v, value);
   return t;
 }
 
 Tensor masked_select(const Tensor& t, const Tensor& mask) {
-  OpScope scope("masked_select");
+  OpScope scope("masked_select", {&t, &mask});
   jit::detail::value_read("masked_select", mask);  // its shape depends on the data
   check_defined(t, "masked_select", "self");
   check_mask(mask, "masked_select");
@@ -569,7 +569,7 @@ Tensor masked_select(const Tensor& t, const Tensor& mask) {
 Tensor Tensor::masked_select(const Tensor& mask) const { return ember::masked_select(*this, mask); }
 
 Tensor Tensor::masked_scatter(const Tensor& mask, const Tensor& source) const {
-  OpScope scope("masked_scatter");
+  OpScope scope("masked_scatter", {this, &mask, &source});
   check_defined(*this, "masked_scatter", "self");
   check_mask(mask, "masked_scatter");
   if (autograd::needs_grad(*this, source)) {
@@ -580,7 +580,7 @@ Tensor Tensor::masked_scatter(const Tensor& mask, const Tensor& source) const {
 }
 
 Tensor& Tensor::masked_scatter_(const Tensor& mask, const Tensor& source) const {
-  OpScope scope("masked_scatter_");
+  OpScope scope("masked_scatter_", {this, &mask, &source});
   check_defined(self_mut(), "masked_scatter_", "self");
   check_mask(mask, "masked_scatter_");
   check_mask_broadcasts_to(mask, self_mut(), "masked_scatter_");
@@ -602,7 +602,7 @@ Tensor& Tensor::masked_scatter_(const Tensor& mask, const Tensor& source) const 
 // nonzero / bincount
 
 Tensor nonzero(const Tensor& t) {
-  OpScope scope("nonzero");
+  OpScope scope("nonzero", {&t});
   jit::detail::value_read("nonzero", t);  // its shape depends on the data
   check_defined(t, "nonzero", "self");
   AutoGradMode no_grad(false);  // not differentiable: record nothing
@@ -680,7 +680,7 @@ Tensor index_impl(const Tensor& self, const std::vector<Tensor>& indices) {
 }  // namespace
 
 Tensor Tensor::index(const std::vector<Tensor>& indices) const {
-  OpScope scope("index");
+  OpScope scope("index", {this}, indices.data(), indices.size());
   if (autograd::needs_grad(*this)) {
     return autograd::fn::index(*this, indices, [&] { return index_impl(*this, indices); });
   }
@@ -689,7 +689,7 @@ Tensor Tensor::index(const std::vector<Tensor>& indices) const {
 
 Tensor& Tensor::index_put_(const std::vector<Tensor>& indices, const Tensor& values,
                            bool accumulate) const {
-  OpScope scope("index_put_");
+  OpScope scope("index_put_", {this, &values}, indices.data(), indices.size());
   constexpr const char* op = "index_put_";
   EMBER_CHECK(defined(), "[", op, "] self is an undefined tensor");
   EMBER_CHECK(values.defined(), "[", op, "] values is an undefined tensor");

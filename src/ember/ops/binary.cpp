@@ -91,7 +91,7 @@ jit::detail::Attrs row_attrs(BinaryOp op, const Scalar& alpha, const char* scala
 }
 
 Tensor binary_tt(const char* name, BinaryOp op, const Tensor& a, const Tensor& b, const Scalar& alpha = 1) {
-  OpScope scope(name);
+  OpScope scope(name, {&a, &b});
   jit::detail::TraceOp trace(name);
   EMBER_CHECK(a.defined() && b.defined(), "[", name, "] called with an undefined tensor");
   check_operands(name, op, a.dtype(), b.dtype());
@@ -104,7 +104,7 @@ Tensor binary_tt(const char* name, BinaryOp op, const Tensor& a, const Tensor& b
 }
 
 Tensor binary_ts(const char* name, BinaryOp op, const Tensor& a, const Scalar& b, const Scalar& alpha = 1) {
-  OpScope scope(name);
+  OpScope scope(name, {&a});
   jit::detail::TraceOp trace(name);
   EMBER_CHECK(a.defined(), "[", name, "] called with an undefined tensor");
   const DType common = result_type(a, b);
@@ -118,7 +118,7 @@ Tensor binary_ts(const char* name, BinaryOp op, const Tensor& a, const Scalar& b
 }
 
 Tensor binary_st(const char* name, BinaryOp op, const Scalar& a, const Tensor& b) {
-  OpScope scope(name);
+  OpScope scope(name, {&b});
   jit::detail::TraceOp trace(name);
   EMBER_CHECK(b.defined(), "[", name, "] called with an undefined tensor");
   const DType common = result_type(a, b);
@@ -164,7 +164,7 @@ Tensor& binary_inplace_s_impl(const char* name, BinaryOp op, Tensor& self, const
 
 Tensor& binary_inplace_t(const char* name, BinaryOp op, Tensor& self, const Tensor& other,
                          const Scalar& alpha = 1) {
-  OpScope scope(name);
+  OpScope scope(name, {&self, &other});
   jit::detail::TraceOp trace(name);
   EMBER_CHECK(self.defined() && other.defined(), "[", name, "] called with an undefined tensor");
   if (trace.recording()) {
@@ -188,7 +188,7 @@ Tensor& binary_inplace_t_impl(const char* name, BinaryOp op, Tensor& self, const
 
 Tensor& binary_inplace_s(const char* name, BinaryOp op, Tensor& self, const Scalar& other,
                          const Scalar& alpha = 1) {
-  OpScope scope(name);
+  OpScope scope(name, {&self});
   jit::detail::TraceOp trace(name);
   EMBER_CHECK(self.defined(), "[", name, "] called with an undefined tensor");
   if (trace.recording()) {
@@ -331,7 +331,7 @@ EMBER_COMPARE(ge, Ge)
 Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   jit::detail::TraceOp trace("where");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("where");
+  OpScope scope("where", {&cond, &a, &b});
   EMBER_CHECK(cond.defined() && a.defined() && b.defined(), "[where] called with an undefined tensor");
   EMBER_CHECK(cond.dtype() == kBool, "[where] expected condition to be a bool tensor, but got a tensor of dtype ",
               cond.dtype(), "; compare it first, e.g. cond != 0");
@@ -358,7 +358,7 @@ Tensor Tensor::where(const Tensor& condition, const Tensor& other) const {
 }
 
 Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
-  OpScope scope("lerp");
+  OpScope scope("lerp", {&start, &end, &weight});
   EMBER_CHECK(start.defined() && end.defined() && weight.defined(), "[lerp] called with an undefined tensor");
   EMBER_CHECK(start.is_floating_point(), "[lerp] expected a floating-point start tensor, got ", start.dtype());
   EMBER_CHECK(start.dtype() == end.dtype() && start.dtype() == weight.dtype(),
@@ -387,7 +387,7 @@ Tensor& Tensor::lerp_(const Tensor& end, const Scalar& w) const {
 }
 
 Tensor isclose(const Tensor& a, const Tensor& b, double rtol, double atol, bool equal_nan) {
-  OpScope scope("isclose");
+  OpScope scope("isclose", {&a, &b});
   EMBER_CHECK(a.defined() && b.defined(), "[isclose] called with an undefined tensor");
   EMBER_CHECK(a.dtype() == b.dtype(), "[isclose] expected both inputs to have the same dtype, but got ",
               a.dtype(), " and ", b.dtype());
@@ -420,7 +420,7 @@ bool Tensor::allclose(const Tensor& o, double rtol, double atol, bool equal_nan)
 }
 
 bool equal(const Tensor& a, const Tensor& b) {
-  OpScope scope("equal");
+  OpScope scope("equal", {&a, &b});
   EMBER_CHECK(a.defined() && b.defined(), "[equal] called with an undefined tensor");
   if (!(a.sizes() == b.sizes())) return false;
   return all_true(eq(a, b));

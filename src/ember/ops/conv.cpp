@@ -295,7 +295,7 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
   }
   jit::detail::TraceOp trace("conv1d");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("conv1d");
+  OpScope scope("conv1d", {&input, &weight, &bias});
   return convolution("conv1d", input, weight, bias, 1, stride, padding, dilation, 0, groups, false);
 }();
   if (trace.recording()) trace.record({input, weight, bias}, {{"stride", jit::detail::ints(stride)}, {"padding", jit::detail::ints(padding)}, {"dilation", jit::detail::ints(dilation)}, {"groups", Value(groups)}}, out);
@@ -309,7 +309,7 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
   }
   jit::detail::TraceOp trace("conv1d");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("conv1d");
+  OpScope scope("conv1d", {&input, &weight, &bias});
   DimVector pads;
   const Tensor x = string_padding("conv1d", input, weight, bias, 1, stride, padding, dilation, pads);
   return convolution("conv1d", x, weight, bias, 1, stride, pads, dilation, 0, groups, false);
@@ -325,7 +325,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
   }
   jit::detail::TraceOp trace("conv2d");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("conv2d");
+  OpScope scope("conv2d", {&input, &weight, &bias});
   return convolution("conv2d", input, weight, bias, 2, stride, padding, dilation, 0, groups, false);
 }();
   if (trace.recording()) trace.record({input, weight, bias}, {{"stride", jit::detail::ints(stride)}, {"padding", jit::detail::ints(padding)}, {"dilation", jit::detail::ints(dilation)}, {"groups", Value(groups)}}, out);
@@ -339,7 +339,7 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Int
   }
   jit::detail::TraceOp trace("conv2d");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("conv2d");
+  OpScope scope("conv2d", {&input, &weight, &bias});
   DimVector pads;
   const Tensor x = string_padding("conv2d", input, weight, bias, 2, stride, padding, dilation, pads);
   return convolution("conv2d", x, weight, bias, 2, stride, pads, dilation, 0, groups, false);
@@ -353,7 +353,7 @@ Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor&
   if (amp::is_autocast_enabled()) {
     if (auto c = amp::cast_inputs(amp::policy_of("conv_transpose1d"), input, weight, bias)) return conv_transpose1d((*c)[0], (*c)[1], (*c)[2], stride, padding, output_padding, groups, dilation);
   }
-  OpScope scope("conv_transpose1d");
+  OpScope scope("conv_transpose1d", {&input, &weight, &bias});
   return convolution("conv_transpose1d", input, weight, bias, 1, stride, padding, dilation, output_padding, groups,
                      true);
 }
@@ -365,7 +365,7 @@ Tensor conv_transpose2d(const Tensor& input, const Tensor& weight, const Tensor&
   }
   jit::detail::TraceOp trace("conv_transpose2d");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("conv_transpose2d");
+  OpScope scope("conv_transpose2d", {&input, &weight, &bias});
   return convolution("conv_transpose2d", input, weight, bias, 2, stride, padding, dilation, output_padding, groups,
                      true);
 }();

@@ -553,7 +553,7 @@ Tensor index_select_impl(const Tensor& t, int64_t dim, const Tensor& index) {
 }  // namespace
 
 Tensor index_select(const Tensor& t, int64_t dim, const Tensor& index) {
-  OpScope scope("index_select");
+  OpScope scope("index_select", {&t, &index});
   if (autograd::needs_grad(t)) {
     return autograd::fn::index_select(t, dim, index, [&] { return index_select_impl(t, dim, index); });
   }
@@ -568,7 +568,7 @@ Tensor Tensor::index_select(int64_t dim, const Tensor& index) const {
 // gather / scatter
 
 Tensor gather(const Tensor& t, int64_t dim, const Tensor& index) {
-  OpScope scope("gather");
+  OpScope scope("gather", {&t, &index});
   if (autograd::needs_grad(t)) {
     return autograd::fn::gather(t, dim, index, [&] { return gather_impl(t, dim, index); });
   }
@@ -696,7 +696,7 @@ Scalar fill_value(const Tensor& value, const char* op) {
 }  // namespace
 
 Tensor scatter(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
-  OpScope scope("scatter");
+  OpScope scope("scatter", {&t, &index, &src});
   return scatter_op(ScatterKind::Src, t, dim, index, src, Scalar(), "", true, "scatter");
 }
 
@@ -705,12 +705,12 @@ Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Tensor& src) cons
 }
 
 Tensor Tensor::scatter(int64_t dim, const Tensor& index, const Scalar& value) const {
-  OpScope scope("scatter");
+  OpScope scope("scatter", {this, &index});
   return scatter_op(ScatterKind::Value, *this, dim, index, Tensor(), value, "", true, "scatter");
 }
 
 Tensor scatter_add(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& src) {
-  OpScope scope("scatter_add");
+  OpScope scope("scatter_add", {&t, &index, &src});
   return scatter_op(ScatterKind::Add, t, dim, index, src, Scalar(), "", true, "scatter_add");
 }
 
@@ -720,32 +720,32 @@ Tensor Tensor::scatter_add(int64_t dim, const Tensor& index, const Tensor& src) 
 
 Tensor Tensor::scatter_reduce(int64_t dim, const Tensor& index, const Tensor& src,
                               std::string_view reduce, bool include_self) const {
-  OpScope scope("scatter_reduce");
+  OpScope scope("scatter_reduce", {this, &index, &src});
   return scatter_op(ScatterKind::Reduce, *this, dim, index, src, Scalar(), reduce, include_self,
                     "scatter_reduce");
 }
 
 Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Tensor& src) const {
-  OpScope scope("scatter_");
+  OpScope scope("scatter_", {this, &index, &src});
   scatter_op_(ScatterKind::Src, self_mut(), dim, index, src, Scalar(), "", true, "scatter_");
   return self_mut();
 }
 
 Tensor& Tensor::scatter_(int64_t dim, const Tensor& index, const Scalar& value) const {
-  OpScope scope("scatter_");
+  OpScope scope("scatter_", {this, &index});
   scatter_op_(ScatterKind::Value, self_mut(), dim, index, Tensor(), value, "", true, "scatter_");
   return self_mut();
 }
 
 Tensor& Tensor::scatter_add_(int64_t dim, const Tensor& index, const Tensor& src) const {
-  OpScope scope("scatter_add_");
+  OpScope scope("scatter_add_", {this, &index, &src});
   scatter_op_(ScatterKind::Add, self_mut(), dim, index, src, Scalar(), "", true, "scatter_add_");
   return self_mut();
 }
 
 Tensor& Tensor::scatter_reduce_(int64_t dim, const Tensor& index, const Tensor& src,
                                 std::string_view reduce, bool include_self) const {
-  OpScope scope("scatter_reduce_");
+  OpScope scope("scatter_reduce_", {this, &index, &src});
   scatter_op_(ScatterKind::Reduce, self_mut(), dim, index, src, Scalar(), reduce, include_self,
               "scatter_reduce_");
   return self_mut();
@@ -756,56 +756,56 @@ Tensor& Tensor::scatter_reduce_(int64_t dim, const Tensor& index, const Tensor& 
 
 Tensor Tensor::index_add(int64_t dim, const Tensor& index, const Tensor& source,
                          const Scalar& alpha) const {
-  OpScope scope("index_add");
+  OpScope scope("index_add", {this, &index, &source});
   return index_func_op(IndexOp::Add, *this, dim, index, source, alpha, Tensor(), "index_add");
 }
 
 Tensor Tensor::index_copy(int64_t dim, const Tensor& index, const Tensor& source) const {
-  OpScope scope("index_copy");
+  OpScope scope("index_copy", {this, &index, &source});
   return index_func_op(IndexOp::Copy, *this, dim, index, source, Scalar(), Tensor(),
                        "index_copy");
 }
 
 Tensor Tensor::index_fill(int64_t dim, const Tensor& index, const Scalar& value) const {
-  OpScope scope("index_fill");
+  OpScope scope("index_fill", {this, &index});
   return index_func_op(IndexOp::Fill, *this, dim, index, Tensor(), value, Tensor(),
                        "index_fill");
 }
 
 Tensor index_fill(const Tensor& t, int64_t dim, const Tensor& index, const Tensor& value) {
-  OpScope scope("index_fill");
+  OpScope scope("index_fill", {&t, &index, &value});
   const Scalar v = fill_value(value, "index_fill");
   return index_func_op(IndexOp::Fill, t, dim, index, Tensor(), v, value, "index_fill");
 }
 
 Tensor& Tensor::index_add_(int64_t dim, const Tensor& index, const Tensor& source,
                            const Scalar& alpha) const {
-  OpScope scope("index_add_");
+  OpScope scope("index_add_", {this, &index, &source});
   index_func_op_(IndexOp::Add, self_mut(), dim, index, source, alpha, Tensor(), "index_add_");
   return self_mut();
 }
 
 Tensor& Tensor::index_copy_(int64_t dim, const Tensor& index, const Tensor& source) const {
-  OpScope scope("index_copy_");
+  OpScope scope("index_copy_", {this, &index, &source});
   index_func_op_(IndexOp::Copy, self_mut(), dim, index, source, Scalar(), Tensor(), "index_copy_");
   return self_mut();
 }
 
 Tensor& Tensor::index_fill_(int64_t dim, const Tensor& index, const Scalar& value) const {
-  OpScope scope("index_fill_");
+  OpScope scope("index_fill_", {this, &index});
   index_func_op_(IndexOp::Fill, self_mut(), dim, index, Tensor(), value, Tensor(), "index_fill_");
   return self_mut();
 }
 
 Tensor& index_fill_(Tensor& t, int64_t dim, const Tensor& index, const Tensor& value) {
-  OpScope scope("index_fill_");
+  OpScope scope("index_fill_", {&t, &index, &value});
   const Scalar v = fill_value(value, "index_fill_");
   index_func_op_(IndexOp::Fill, t, dim, index, Tensor(), v, value, "index_fill_");
   return t;
 }
 
 Tensor bincount(const Tensor& t, const Tensor& weights, int64_t minlength) {
-  OpScope scope("bincount");
+  OpScope scope("bincount", {&t, &weights});
   constexpr const char* op = "bincount";
   AutoGradMode no_grad(false);  // not differentiable: record nothing
   check_defined(t, op, "self");

@@ -146,7 +146,7 @@ Tensor at_least(const Tensor& t, int64_t n) {
 Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
   jit::detail::TraceOp trace("cat");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("cat");
+  OpScope scope("cat", {}, tensors.data(), tensors.size());
   return cat_impl(tensors, dim, "cat");
 }();
   if (trace.recording()) trace.record(tensors, {{"dim", Value(dim)}}, out);
@@ -154,14 +154,14 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor concat(const std::vector<Tensor>& tensors, int64_t dim) {
-  OpScope scope("concat");
+  OpScope scope("concat", {}, tensors.data(), tensors.size());
   return cat_impl(tensors, dim, "concat");
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   jit::detail::TraceOp trace("stack");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("stack");
+  OpScope scope("stack", {}, tensors.data(), tensors.size());
   check_list(tensors, "stack");
   const Tensor& first = tensors[0];
   for (size_t i = 1; i < tensors.size(); ++i) {
@@ -180,7 +180,7 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
 }
 
 Tensor hstack(const std::vector<Tensor>& tensors) {
-  OpScope scope("hstack");
+  OpScope scope("hstack", {}, tensors.data(), tensors.size());
   check_list(tensors, "hstack");
   std::vector<Tensor> parts;
   parts.reserve(tensors.size());
@@ -189,7 +189,7 @@ Tensor hstack(const std::vector<Tensor>& tensors) {
 }
 
 Tensor vstack(const std::vector<Tensor>& tensors) {
-  OpScope scope("vstack");
+  OpScope scope("vstack", {}, tensors.data(), tensors.size());
   check_list(tensors, "vstack");
   std::vector<Tensor> parts;
   parts.reserve(tensors.size());

@@ -156,7 +156,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   }
   jit::detail::TraceOp trace("matmul");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("matmul");
+  OpScope scope("matmul", {&a, &b});
   check_defined(a, "matmul", "the first operand");
   check_defined(b, "matmul", "the second operand");
   const int64_t da = a.dim(), db = b.dim();
@@ -212,7 +212,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
   }
   jit::detail::TraceOp trace("mm");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("mm");
+  OpScope scope("mm", {&a, &b});
   check_defined(a, "mm", "mat1");
   check_defined(b, "mm", "mat2");
   check_dim(a, 2, "mm", "mat1");
@@ -233,7 +233,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
   }
   jit::detail::TraceOp trace("bmm");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("bmm");
+  OpScope scope("bmm", {&a, &b});
   check_defined(a, "bmm", "batch1");
   check_defined(b, "bmm", "batch2");
   check_dim(a, 3, "bmm", "batch1");
@@ -257,7 +257,7 @@ Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const 
   }
   jit::detail::TraceOp trace("addmm");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("addmm");
+  OpScope scope("addmm", {&input, &mat1, &mat2});
   check_defined(input, "addmm", "input");
   check_defined(mat1, "addmm", "mat1");
   check_defined(mat2, "addmm", "mat2");
@@ -282,7 +282,7 @@ Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, 
   }
   jit::detail::TraceOp trace("baddbmm");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("baddbmm");
+  OpScope scope("baddbmm", {&input, &batch1, &batch2});
   check_defined(input, "baddbmm", "input");
   check_defined(batch1, "baddbmm", "batch1");
   check_defined(batch2, "baddbmm", "batch2");
@@ -310,7 +310,7 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   }
   jit::detail::TraceOp trace("linear");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("linear");
+  OpScope scope("linear", {&input, &weight, &bias});
   check_defined(input, "linear", "input");
   check_defined(weight, "linear", "weight");
   EMBER_CHECK(input.dim() >= 1, "[linear] input must have at least 1 dimension, got a 0-D tensor");
@@ -345,7 +345,7 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
 }
 
 Tensor dot(const Tensor& a, const Tensor& b) {
-  OpScope scope("dot");
+  OpScope scope("dot", {&a, &b});
   check_defined(a, "dot", "self");
   check_defined(b, "dot", "other");
   EMBER_CHECK(a.dim() == 1 && b.dim() == 1, "[dot] expected 1-D tensors, got ", a.dim(), "-D and ",
@@ -358,7 +358,7 @@ Tensor dot(const Tensor& a, const Tensor& b) {
 }
 
 Tensor outer(const Tensor& a, const Tensor& b) {
-  OpScope scope("outer");
+  OpScope scope("outer", {&a, &b});
   check_defined(a, "outer", "self");
   check_defined(b, "outer", "vec2");
   EMBER_CHECK(a.dim() == 1, "[outer] expected a 1-D tensor for self, got a ", a.dim(), "-D tensor");

@@ -162,7 +162,7 @@ Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
                   IntArrayRef dilation, bool ceil_mode) {
   jit::detail::TraceOp trace("max_pool2d");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("max_pool2d");
+  OpScope scope("max_pool2d", {&input});
   return std::get<0>(max_pool_impl("max_pool2d", input, kernel_size, stride, padding, dilation, ceil_mode, false));
 }();
   if (trace.recording()) trace.record({input}, {{"kernel_size", jit::detail::ints(kernel_size)}, {"stride", jit::detail::ints(stride)}, {"padding", jit::detail::ints(padding)}, {"dilation", jit::detail::ints(dilation)}, {"ceil_mode", Value(ceil_mode)}}, out);
@@ -171,7 +171,7 @@ Tensor max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
 
 std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
                                                    IntArrayRef padding, IntArrayRef dilation, bool ceil_mode) {
-  OpScope scope("max_pool2d_with_indices");
+  OpScope scope("max_pool2d_with_indices", {&input});
   return max_pool_impl("max_pool2d_with_indices", input, kernel_size, stride, padding, dilation, ceil_mode, true);
 }
 
@@ -179,7 +179,7 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
                   bool ceil_mode, bool count_include_pad, std::optional<int64_t> divisor_override) {
   jit::detail::TraceOp trace("avg_pool2d");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("avg_pool2d");
+  OpScope scope("avg_pool2d", {&input});
   const PoolGeometry g = window_geometry("avg_pool2d", input, kernel_size, stride, padding, 1, ceil_mode);
   EMBER_CHECK(!divisor_override || *divisor_override != 0, "[avg_pool2d] divisor_override must not be zero");
   return linear_pool(PoolKind::Avg, input, g, {count_include_pad, divisor_override.value_or(0)});
@@ -191,7 +191,7 @@ Tensor avg_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
 Tensor adaptive_avg_pool2d(const Tensor& input, IntArrayRef output_size) {
   jit::detail::TraceOp trace("adaptive_avg_pool2d");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("adaptive_avg_pool2d");
+  OpScope scope("adaptive_avg_pool2d", {&input});
   check_input("adaptive_avg_pool2d", input);
   check_two("adaptive_avg_pool2d", output_size, "output_size", false);
   PoolGeometry g;
@@ -223,7 +223,7 @@ int64_t one_value(const char* op, IntArrayRef v, const char* name, int64_t if_em
 
 Tensor max_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   IntArrayRef dilation, bool ceil_mode) {
-  OpScope scope("max_pool1d");
+  OpScope scope("max_pool1d", {&input});
   check_1d("max_pool1d", input);
   const int64_t k = one_value("max_pool1d", kernel_size, "kernel_size", -1);
   const int64_t s = one_value("max_pool1d", stride, "stride", k);
@@ -236,7 +236,7 @@ Tensor max_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stri
 
 Tensor avg_pool1d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                   bool ceil_mode, bool count_include_pad) {
-  OpScope scope("avg_pool1d");
+  OpScope scope("avg_pool1d", {&input});
   check_1d("avg_pool1d", input);
   const int64_t k = one_value("avg_pool1d", kernel_size, "kernel_size", -1);
   const int64_t s = one_value("avg_pool1d", stride, "stride", k);

@@ -113,7 +113,7 @@ Tensor sum(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType>
   }
   jit::detail::TraceOp trace("sum");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("sum");
+  OpScope scope("sum", {&t});
   EMBER_CHECK(t.defined(), "[sum] called on an undefined tensor");
   const DType od = sum_dtype(t.dtype(), dtype);
   if (autograd::needs_grad(t)) {
@@ -139,7 +139,7 @@ Tensor mean(const Tensor& t, IntArrayRef dims, bool keepdim, std::optional<DType
   }
   jit::detail::TraceOp trace("mean");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("mean");
+  OpScope scope("mean", {&t});
   EMBER_CHECK(t.defined(), "[mean] called on an undefined tensor");
   const DType dt = dtype.value_or(t.dtype());
   EMBER_CHECK(is_floating_point(dt), "[mean] could not infer output dtype: input dtype must be floating point, got ",
@@ -166,7 +166,7 @@ Tensor Tensor::prod(std::optional<DType> dtype) const {
   if (amp::is_autocast_enabled() && !dtype) {
     if (auto c = amp::cast_inputs(amp::policy_of("prod"), *this)) return (*c)[0].prod(dtype);
   }
-  OpScope scope("prod");
+  OpScope scope("prod", {this});
   if (autograd::needs_grad(*this)) {
     return autograd::fn::reduction(autograd::fn::Reduce::Prod, *this, {}, false, 0, [&] { return prod(dtype); });
   }
@@ -177,7 +177,7 @@ Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<DType> dtype) const
   if (amp::is_autocast_enabled() && !dtype) {
     if (auto c = amp::cast_inputs(amp::policy_of("prod"), *this)) return (*c)[0].prod(dim, keepdim, dtype);
   }
-  OpScope scope("prod");
+  OpScope scope("prod", {this});
   if (autograd::needs_grad(*this)) {
     return autograd::fn::reduction(autograd::fn::Reduce::Prod, *this, dim, keepdim, 0,
                                    [&] { return prod(dim, keepdim, dtype); });
@@ -189,7 +189,7 @@ Tensor Tensor::prod(int64_t dim, bool keepdim, std::optional<DType> dtype) const
 Tensor amax(const Tensor& t, IntArrayRef dims, bool keepdim) {
   jit::detail::TraceOp trace("amax");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("amax");
+  OpScope scope("amax", {&t});
   EMBER_CHECK(t.defined(), "[amax] called on an undefined tensor");
   check_nonempty("amax", t, dims);
   if (autograd::needs_grad(t)) {
@@ -203,7 +203,7 @@ Tensor amax(const Tensor& t, IntArrayRef dims, bool keepdim) {
 Tensor amin(const Tensor& t, IntArrayRef dims, bool keepdim) {
   jit::detail::TraceOp trace("amin");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("amin");
+  OpScope scope("amin", {&t});
   EMBER_CHECK(t.defined(), "[amin] called on an undefined tensor");
   check_nonempty("amin", t, dims);
   if (autograd::needs_grad(t)) {
@@ -217,7 +217,7 @@ Tensor amin(const Tensor& t, IntArrayRef dims, bool keepdim) {
 Tensor Tensor::amax(IntArrayRef dims, bool keepdim) const { return ember::amax(*this, dims, keepdim); }
 Tensor Tensor::amin(IntArrayRef dims, bool keepdim) const { return ember::amin(*this, dims, keepdim); }
 Tensor Tensor::max() const {
-  OpScope scope("max");
+  OpScope scope("max", {this});
   check_nonempty("max", *this, {});
   if (autograd::needs_grad(*this)) {
     return autograd::fn::reduction(autograd::fn::Reduce::Max, *this, {}, false, 0, [&] { return ember::amax(*this); });
@@ -225,7 +225,7 @@ Tensor Tensor::max() const {
   return ember::amax(*this);
 }
 Tensor Tensor::min() const {
-  OpScope scope("min");
+  OpScope scope("min", {this});
   check_nonempty("min", *this, {});
   if (autograd::needs_grad(*this)) {
     return autograd::fn::reduction(autograd::fn::Reduce::Min, *this, {}, false, 0, [&] { return ember::amin(*this); });
@@ -236,7 +236,7 @@ Tensor Tensor::min() const {
 namespace {
 std::tuple<Tensor, Tensor> arg_reduce(const char* name, bool is_max, const Tensor& t, int64_t dim,
                                       bool keepdim, bool want_values) {
-  OpScope scope(name);
+  OpScope scope(name, {&t});
   EMBER_CHECK(t.defined(), "[", name, "] called on an undefined tensor");
   EMBER_CHECK(want_values || t.dtype() != kBool, "[", name,
               "] is not implemented for dtype bool; convert with to(ember::kUInt8) first");
@@ -275,7 +275,7 @@ Tensor Tensor::argmin(std::optional<int64_t> dim, bool keepdim) const {
 namespace {
 std::tuple<Tensor, Tensor> var_mean_impl(const char* name, const Tensor& t, IntArrayRef dims,
                                          int64_t correction, bool keepdim, bool want_var, bool want_mean) {
-  OpScope scope(name);
+  OpScope scope(name, {&t});
   EMBER_CHECK(t.defined(), "[", name, "] called on an undefined tensor");
   EMBER_CHECK(t.is_floating_point(), "[", name, "] only supports floating-point dtypes, got ", t.dtype());
   Plan p = make_plan(t, dims, keepdim, name);
@@ -328,7 +328,7 @@ Tensor norm(const Tensor& t, const Scalar& p, IntArrayRef dims, bool keepdim) {
   if (amp::is_autocast_enabled()) {
     if (auto c = amp::cast_inputs(amp::policy_of("norm"), t)) return norm((*c)[0], p, dims, keepdim);
   }
-  OpScope scope("norm");
+  OpScope scope("norm", {&t});
   EMBER_CHECK(t.defined(), "[norm] called on an undefined tensor");
   EMBER_CHECK(t.is_floating_point(), "[norm] input dtype should be floating point, got ", t.dtype());
   const double pv = p.to_double();
@@ -352,7 +352,7 @@ Tensor logsumexp(const Tensor& t, IntArrayRef dims, bool keepdim) {
   if (amp::is_autocast_enabled()) {
     if (auto c = amp::cast_inputs(amp::policy_of("logsumexp"), t)) return logsumexp((*c)[0], dims, keepdim);
   }
-  OpScope scope("logsumexp");
+  OpScope scope("logsumexp", {&t});
   EMBER_CHECK(t.defined(), "[logsumexp] called on an undefined tensor");
   if (autograd::needs_grad(t)) {
     return autograd::fn::reduction(autograd::fn::Reduce::Logsumexp, t, dims, keepdim, 0,
@@ -370,7 +370,7 @@ Tensor Tensor::logsumexp(IntArrayRef dims, bool keepdim) const { return ember::l
 
 namespace {
 Tensor bool_reduce(const char* name, ReduceOp op, const Tensor& t, IntArrayRef dims, bool keepdim) {
-  OpScope scope(name);
+  OpScope scope(name, {&t});
   EMBER_CHECK(t.defined(), "[", name, "] called on an undefined tensor");
   // As in PyTorch: uint8 inputs give uint8, everything else bool.
   return reduce_simple(name, op, t, dims, keepdim, t.dtype() == kUInt8 ? kUInt8 : kBool);
@@ -382,13 +382,13 @@ Tensor Tensor::all(int64_t dim, bool keepdim) const { return bool_reduce("all", 
 Tensor Tensor::any() const { return bool_reduce("any", ReduceOp::Any, *this, {}, false); }
 Tensor Tensor::any(int64_t dim, bool keepdim) const { return bool_reduce("any", ReduceOp::Any, *this, dim, keepdim); }
 Tensor Tensor::count_nonzero(IntArrayRef dims) const {
-  OpScope scope("count_nonzero");
+  OpScope scope("count_nonzero", {this});
   return reduce_simple("count_nonzero", ReduceOp::CountNonzero, *this, dims, false, kInt64);
 }
 
 namespace {
 Tensor scan(const char* name, bool is_prod, const Tensor& t, int64_t dim, std::optional<DType> dtype) {
-  OpScope scope(name);
+  OpScope scope(name, {&t});
   EMBER_CHECK(t.defined(), "[", name, "] called on an undefined tensor");
   const DType od = sum_dtype(t.dtype(), dtype);
   const int64_t d = wrap_dim(dim, t.dim(), name);
@@ -407,7 +407,7 @@ Tensor scan(const char* name, bool is_prod, const Tensor& t, int64_t dim, std::o
 Tensor softmax_impl(const char* name, bool log, const Tensor& t, int64_t dim, std::optional<DType> dtype) {
   jit::detail::TraceOp trace("softmax");
   Tensor out = [&]() -> Tensor {
-  OpScope scope(name);
+  OpScope scope(name, {&t});
   EMBER_CHECK(t.defined(), "[", name, "] called on an undefined tensor");
   const DType dt = dtype.value_or(t.dtype());
   EMBER_CHECK(is_floating_point(dt), "[", name, "] expected a floating-point tensor, got ", dt,

@@ -578,7 +578,7 @@ Tensor roll_along_dims(const Tensor& t, IntArrayRef shifts, IntArrayRef dims) {
 }  // namespace
 
 Tensor flip(const Tensor& t, IntArrayRef dims) {
-  OpScope scope("flip");
+  OpScope scope("flip", {&t});
   GatherName gather_name("FlipBackward0");
   check_defined(t, "flip");
   IndexMaps maps = identity_maps(t.sizes());
@@ -595,7 +595,7 @@ Tensor flip(const Tensor& t, IntArrayRef dims) {
 }
 
 Tensor roll(const Tensor& t, IntArrayRef shifts, IntArrayRef dims) {
-  OpScope scope("roll");
+  OpScope scope("roll", {&t});
   GatherName gather_name("RollBackward0");
   check_defined(t, "roll");
   EMBER_CHECK(!shifts.empty(), "[roll] `shifts` required");
@@ -608,7 +608,7 @@ Tensor roll(const Tensor& t, IntArrayRef shifts, IntArrayRef dims) {
 }
 
 Tensor tile(const Tensor& t, IntArrayRef dims) {
-  OpScope scope("tile");
+  OpScope scope("tile", {&t});
   check_defined(t, "tile");
   // Fewer repeats than dims: the missing leading ones are 1.
   std::vector<int64_t> reps(dims.begin(), dims.end());
@@ -619,7 +619,7 @@ Tensor tile(const Tensor& t, IntArrayRef dims) {
 }
 
 Tensor repeat_interleave(const Tensor& t, int64_t repeats, std::optional<int64_t> dim) {
-  OpScope scope("repeat_interleave");
+  OpScope scope("repeat_interleave", {&t});
   check_defined(t, "repeat_interleave");
   EMBER_CHECK(repeats >= 0, "[repeat_interleave] repeats can not be negative, got ", repeats);
   auto [in, d] = interleave_input(t, dim);
@@ -630,7 +630,7 @@ Tensor repeat_interleave(const Tensor& t, int64_t repeats, std::optional<int64_t
 Tensor tril(const Tensor& t, int64_t diagonal) {
   jit::detail::TraceOp trace("tril");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("tril");
+  OpScope scope("tril", {&t});
   Tensor out = tri_impl(t, diagonal, true, "tril");
   if (autograd::needs_grad(t)) autograd::fn::tri(true, diagonal, t, out);
   return out;
@@ -642,7 +642,7 @@ Tensor tril(const Tensor& t, int64_t diagonal) {
 Tensor triu(const Tensor& t, int64_t diagonal) {
   jit::detail::TraceOp trace("triu");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("triu");
+  OpScope scope("triu", {&t});
   Tensor out = tri_impl(t, diagonal, false, "triu");
   if (autograd::needs_grad(t)) autograd::fn::tri(false, diagonal, t, out);
   return out;
@@ -652,7 +652,7 @@ Tensor triu(const Tensor& t, int64_t diagonal) {
 }
 
 Tensor pad(const Tensor& t, IntArrayRef pad, std::string_view mode, double value) {
-  OpScope scope("pad");
+  OpScope scope("pad", {&t});
   check_defined(t, "pad");
   const PadMode m = parse_pad_mode(mode);
   EMBER_CHECK(pad.size() % 2 == 0, "[pad] padding length must be divisible by 2, got ", pad.size(),
@@ -670,7 +670,7 @@ Tensor pad(const Tensor& t, IntArrayRef pad, std::string_view mode, double value
 }
 
 Tensor one_hot(const Tensor& t, int64_t num_classes) {
-  OpScope scope("one_hot");
+  OpScope scope("one_hot", {&t});
   check_defined(t, "one_hot");
   EMBER_CHECK(t.dtype() == kInt64,
               "[one_hot] one_hot is only applicable to index tensor: expected dtype int64, got ",
@@ -710,7 +710,7 @@ Tensor Tensor::roll(IntArrayRef shifts, IntArrayRef dims) const {
 }
 
 Tensor Tensor::repeat(IntArrayRef repeats) const {
-  OpScope scope("repeat");
+  OpScope scope("repeat", {this});
   return repeat_impl(*this, repeats, "repeat");
 }
 
@@ -721,7 +721,7 @@ Tensor Tensor::repeat_interleave(int64_t repeats, std::optional<int64_t> dim) co
 }
 
 Tensor Tensor::repeat_interleave(const Tensor& repeats, std::optional<int64_t> dim) const {
-  OpScope scope("repeat_interleave");
+  OpScope scope("repeat_interleave", {this, &repeats});
   check_defined(*this, "repeat_interleave");
   EMBER_CHECK(repeats.defined(), "[repeat_interleave] repeats is an undefined tensor");
   EMBER_CHECK(repeats.dtype() == kInt64 || repeats.dtype() == kInt32,

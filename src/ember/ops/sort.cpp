@@ -161,7 +161,7 @@ std::tuple<Tensor, Tensor> sort_impl(const Tensor& t, int64_t dim, bool descendi
 
 // `stable` is accepted for PyTorch's signature: ember's sort is always stable.
 std::tuple<Tensor, Tensor> sort(const Tensor& t, int64_t dim, bool descending, bool /*stable*/) {
-  OpScope scope("sort");
+  OpScope scope("sort", {&t});
   if (autograd::needs_grad(t) && is_floating_point(t.dtype())) {
     return autograd::fn::select_values("SortBackward0", t, dim, /*keepdim=*/true,
                                        [&] { return sort_impl(t, dim, descending, "sort"); });
@@ -170,7 +170,7 @@ std::tuple<Tensor, Tensor> sort(const Tensor& t, int64_t dim, bool descending, b
 }
 
 Tensor argsort(const Tensor& t, int64_t dim, bool descending, bool /*stable*/) {
-  OpScope scope("argsort");
+  OpScope scope("argsort", {&t});
   AutoGradMode no_grad(false);  // not differentiable: record nothing
   return std::get<1>(sort_impl(t, dim, descending, "argsort"));
 }
@@ -221,7 +221,7 @@ std::tuple<Tensor, Tensor> kthvalue_impl(const Tensor& t, int64_t k, int64_t dim
 
 std::tuple<Tensor, Tensor> topk(const Tensor& t, int64_t k, int64_t dim, bool largest,
                                 bool sorted) {
-  OpScope scope("topk");
+  OpScope scope("topk", {&t});
   (void)sorted;  // results always come in sorted order, which sorted=false also allows
   if (autograd::needs_grad(t) && is_floating_point(t.dtype())) {
     return autograd::fn::select_values("TopkBackward0", t, dim, /*keepdim=*/true,
@@ -231,7 +231,7 @@ std::tuple<Tensor, Tensor> topk(const Tensor& t, int64_t k, int64_t dim, bool la
 }
 
 std::tuple<Tensor, Tensor> kthvalue(const Tensor& t, int64_t k, int64_t dim, bool keepdim) {
-  OpScope scope("kthvalue");
+  OpScope scope("kthvalue", {&t});
   if (autograd::needs_grad(t) && is_floating_point(t.dtype())) {
     return autograd::fn::select_values("KthvalueBackward0", t, dim, keepdim,
                                        [&] { return kthvalue_impl(t, k, dim, keepdim); });
@@ -241,7 +241,7 @@ std::tuple<Tensor, Tensor> kthvalue(const Tensor& t, int64_t k, int64_t dim, boo
 
 std::tuple<Tensor, Tensor, Tensor> unique(const Tensor& t, bool sorted, bool return_inverse,
                                           bool return_counts) {
-  OpScope scope("unique");
+  OpScope scope("unique", {&t});
   jit::detail::value_read("unique", t);  // its shape depends on the data
   AutoGradMode no_grad(false);  // not differentiable: record nothing
   (void)sorted;  // always sorted
@@ -283,7 +283,7 @@ std::tuple<Tensor, Tensor, Tensor> unique(const Tensor& t, bool sorted, bool ret
 
 Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& values, bool out_int32,
                     bool right) {
-  OpScope scope("searchsorted");
+  OpScope scope("searchsorted", {&sorted_sequence, &values});
   AutoGradMode no_grad(false);  // not differentiable: record nothing
   constexpr const char* op = "searchsorted";
   EMBER_CHECK(sorted_sequence.defined() && values.defined(), "[", op,

@@ -98,7 +98,7 @@ Tensor unary(const char* name, UnaryOp op, const Tensor& t, const UnaryParams& p
     static_assert(policy == amp::policy_of("log"), "exp and log share the autocast path below");
     if (auto c = amp::cast_inputs(policy, t)) return unary(name, op, (*c)[0], p);
   }
-  OpScope scope(name);
+  OpScope scope(name, {&t});
   jit::detail::TraceOp trace(name);
   check_input(name, op, t);
   Tensor out = autograd::needs_grad(t)
@@ -118,7 +118,7 @@ Tensor unary_raw(UnaryOp op, const Tensor& t, const UnaryParams& p) {
 }
 
 Tensor& unary_(const char* name, UnaryOp op, Tensor& t, const UnaryParams& p = {}) {
-  OpScope scope(name);
+  OpScope scope(name, {&t});
   jit::detail::TraceOp trace(name);
   check_input(name, op, t);
   if (trace.recording()) {
@@ -199,7 +199,7 @@ Tensor Tensor::gelu(std::string_view approximate) const { return ember::gelu(*th
 Tensor clamp(const Tensor& t, std::optional<Scalar> min, std::optional<Scalar> max) {
   jit::detail::TraceOp trace("clamp");
   Tensor out = [&]() -> Tensor {
-  OpScope scope("clamp");
+  OpScope scope("clamp", {&t});
   EMBER_CHECK(t.defined(), "[clamp] called on an undefined tensor");
   EMBER_CHECK(min || max, "[clamp] at least one of 'min' or 'max' must not be None");
   const DType dt = clamp_dtype(t, min, max);
@@ -229,7 +229,7 @@ Tensor Tensor::clamp_min(const Scalar& min) const { return ember::clamp(*this, m
 Tensor Tensor::clamp_max(const Scalar& max) const { return ember::clamp(*this, std::nullopt, max); }
 
 Tensor& Tensor::clamp_(std::optional<Scalar> min, std::optional<Scalar> max) const {
-  OpScope scope("clamp_");
+  OpScope scope("clamp_", {this});
   EMBER_CHECK(defined(), "[clamp_] called on an undefined tensor");
   EMBER_CHECK(min || max, "[clamp_] at least one of 'min' or 'max' must not be None");
   const DType dt = clamp_dtype(self_mut(), min, max);
@@ -247,7 +247,7 @@ Tensor& Tensor::clamp_min_(const Scalar& min) const { return clamp_(min, std::nu
 Tensor& Tensor::clamp_max_(const Scalar& max) const { return clamp_(std::nullopt, max); }
 
 Tensor clamp(const Tensor& t, const Tensor& min, const Tensor& max) {
-  OpScope scope("clamp");
+  OpScope scope("clamp", {&t, &min, &max});
   EMBER_CHECK(t.defined(), "[clamp] called on an undefined tensor");
   EMBER_CHECK(min.defined() || max.defined(), "[clamp] at least one of 'min' or 'max' must be defined");
   if (autograd::needs_grad(t, min, max)) {
@@ -295,7 +295,7 @@ void nan_to_num_defaults(DType dt, std::optional<double>& posinf, std::optional<
 
 Tensor nan_to_num(const Tensor& t, std::optional<double> nan, std::optional<double> posinf,
                   std::optional<double> neginf) {
-  OpScope scope("nan_to_num");
+  OpScope scope("nan_to_num", {&t});
   EMBER_CHECK(t.defined(), "[nan_to_num] called on an undefined tensor");
   if (autograd::needs_grad(t)) {
     Tensor finite;
@@ -316,7 +316,7 @@ Tensor Tensor::nan_to_num(std::optional<double> nan, std::optional<double> posin
 }
 Tensor& Tensor::nan_to_num_(std::optional<double> nan, std::optional<double> posinf,
                             std::optional<double> neginf) const {
-  OpScope scope("nan_to_num_");
+  OpScope scope("nan_to_num_", {this});
   EMBER_CHECK(defined(), "[nan_to_num_] called on an undefined tensor");
   if (autograd::needs_grad(self_mut())) return copy_(ember::nan_to_num(self_mut(), nan, posinf, neginf));
   check_no_internal_overlap(self_mut(), "nan_to_num_");

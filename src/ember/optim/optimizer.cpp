@@ -326,7 +326,7 @@ void apply_contiguous(const char* op, const Tensor& param,
 
 Tensor zeros_state(const Tensor& p) { return zeros(p.sizes(), p.options()); }
 
-OptimizerMemory live_optimizer_memory() {
+OptimizerMemory live_optimizer_memory(const std::vector<Tensor>& more_parameters) {
   OptimizerMemory m;
   std::unordered_set<const StorageImpl*> seen;
   auto count = [&](const Tensor& t, int64_t& into) {
@@ -340,6 +340,7 @@ OptimizerMemory live_optimizer_memory() {
       for (const Tensor& p : g.params()) count(p, m.parameters);
     }
   }
+  for (const Tensor& p : more_parameters) count(p, m.parameters);
   for (const Optimizer* o : live_optimizers()) {
     for (const OptimizerParamGroup& g : o->param_groups()) {
       for (const Tensor& p : g.params()) {
@@ -350,6 +351,7 @@ OptimizerMemory live_optimizer_memory() {
       }
     }
   }
+  for (const Tensor& p : more_parameters) count(p.grad(), m.gradients);
   return m;
 }
 

@@ -201,13 +201,14 @@ void apply_contiguous(const char* op, const Tensor& param,
 // A contiguous zero tensor shaped like p (optimizer state).
 Tensor zeros_state(const Tensor& p);
 
-// Bytes held by the parameters of every live optimizer, by their gradients and by the
-// optimizers' state, each storage counted once (the profiler's memory by category).
-// Reads the optimizers unsynchronised: call it from the thread that runs them.
+// Bytes held by the parameters of every live optimizer and `more_parameters` (the live
+// modules' parameters, nn/live_modules.h), by their gradients and by the optimizers'
+// state, each storage counted once (the profiler's memory by category). Reads the
+// optimizers unsynchronised: call it from the thread that runs them.
 struct OptimizerMemory {
   int64_t parameters = 0, gradients = 0, state = 0;
 };
-OptimizerMemory live_optimizer_memory();
+OptimizerMemory live_optimizer_memory(const std::vector<Tensor>& more_parameters = {});
 }  // namespace detail
 
 }  // namespace ember::optim

@@ -16,6 +16,7 @@
 #include "ember/core/op_scope.h"
 #include "ember/core/tensor.h"
 #include "ember/guards/guards.h"
+#include "ember/nn/live_modules.h"
 #include "ember/optim/optimizer.h"
 #include "ember/serialize/json.h"
 
@@ -32,20 +33,50 @@ const char* kind_name(EventKind k) {
   return "other";
 }
 
+namespace {
+void append_shape(std::string& s, const Tensor* t) {
+  s += '[';
+  if (t && t->defined()) {
+    for (int64_t d = 0; d < t->dim(); ++d) {
+      if (d) s += ", ";
+      s += std::to_string(t->size(d));
+    }
+  }
+  s += ']';
+}
+
+// Note [Input shapes and dtypes]: an op's inputs are recorded as two strings that are
+// JSON arrays, so the Chrome trace carries them as they are: shapes "[[2, 3], [3]]"
+// (torch's input_shapes; [] for a 0-d tensor or an absent input) and dtypes
+// "[\"float32\", \"int64\"]" (ember's dtype names; "" for an absent input). Only
+// tensors are inputs: scalars and other arguments are left out.
+template <typename Inputs>
+void format_inputs(const Inputs& inputs, size_t n, std::string& shapes, std::string& dtypes) {
+  shapes = "[";
+  dtypes = "[";
+  for (size_t i = 0; i < n; ++i) {
+    const Tensor* t = inputs[i];
+    if (i) {
+      shapes += ", ";
+      dtypes += ", ";
+    }
+    append_shape(shapes, t);
+    dtypes += '"';
+    if (t && t->defined()) dtypes += dtype_name(t->dtype());
+    dtypes += '"';
+  }
+  shapes += ']';
+  dtypes += ']';
+}
+}  // namespace
+
 std::string shapes_of(std::initializer_list<const Tensor*> tensors) {
   std::string s = "[";
   bool first = true;
   for (const Tensor* t : tensors) {
     if (!first) s += ", ";
     first = false;
-    s += '[';
-    if (t && t->defined()) {
-      for (int64_t d = 0; d < t->dim(); ++d) {
-        if (d) s += ", ";
-        s += std::to_string(t->size(d));
-      }
-    }
-    s += ']';
+    append_shape(s, t);
   }
   return s + "]";
 }
@@ -61,7 +92,7 @@ struct Frame {
   EventKind kind = EventKind::Op;
   int64_t start_ns = 0;
   int64_t child_ns = 0;
-  std::string shapes;
+  std::string shapes, dtypes;
   int64_t flops = 0;
 };
 
@@ -120,7 +151,7 @@ namespace {
 MemoryByCategory categorize(int64_t allocated) {
   MemoryByCategory c;
   c.known = true;
-  const optim::detail::OptimizerMemory m = optim::detail::live_optimizer_memory();
+  const optim::detail::OptimizerMemory m = optim::detail::live_optimizer_memory(nn::detail::live_module_parameters());
   c.parameters = m.parameters;
   c.gradients = m.gradients;
   c.optimizer_state = m.state;
@@ -234,6 +265,7 @@ void detail::range_end() {
   e.depth = static_cast<int>(b->stack.size());
   e.step = st.options.schedule.active > 0 ? st.step.load(std::memory_order_relaxed) : -1;
   e.shapes = std::move(f.shapes);
+  e.dtypes = std::move(f.dtypes);
   e.flops = f.flops;
   if (st.options.profile_memory) {
     e.memory_bytes = memory_allocated();
@@ -259,9 +291,24 @@ void detail::annotate(std::initializer_list<const Tensor*> inputs, int64_t flops
   ThreadBuffer* b = tl_cache.buf;
   if (b->stack.empty()) return;
   Frame& f = b->stack.back();
-  if (tl_cache.state->options.record_shapes) f.shapes = shapes_of(inputs);
+  // The op's OpScope normally recorded its inputs already: those (the arguments the user
+  // passed) win over the operands seen here, which may be reshaped.
+  if (tl_cache.state->options.record_shapes && f.shapes.empty()) {
+    format_inputs(inputs.begin(), inputs.size(), f.shapes, f.dtypes);
+  }
   if (tl_cache.state->options.with_flops) f.flops = flops;
 }
+
+namespace {
+// Called right after range_begin pushed the op's frame. Nothing is formatted in a
+// schedule's wait steps, whose events are dropped.
+void record_inputs(const OpInputs& inputs) {
+  const Profile::State& st = *tl_cache.state;
+  if (inputs.size() == 0 || !st.options.record_shapes || !st.recording.load(std::memory_order_relaxed)) return;
+  Frame& f = tl_cache.buf->stack.back();
+  format_inputs(inputs, inputs.size(), f.shapes, f.dtypes);
+}
+}  // namespace
 
 Profile::Profile(ProfileOptions options) : state_(std::make_shared<State>()) {
   state_->options = options;
@@ -279,7 +326,8 @@ Profile::Profile(ProfileOptions options) : state_(std::make_shared<State>()) {
   state_->recording = state_->phase(0) != Phase::Off;
   state_->observer = add_op_observer([](const OpEvent& e) {
     if (e.entering) {
-      detail::range_begin(e.name, {}, std::strncmp(e.name, "optim::", 7) == 0 ? EventKind::Optimizer : EventKind::Op);
+      const EventKind kind = std::strncmp(e.name, "optim::", 7) == 0 ? EventKind::Optimizer : EventKind::Op;
+      if (detail::range_begin(e.name, {}, kind)) record_inputs(e.inputs);
     } else {
       detail::range_end();
     }
@@ -471,9 +519,9 @@ std::string Profile::chrome_trace() const {
     out += ",\"args\":{\"self_us\":";
     std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(e.self_ns) / 1e3);
     out += buf;
-    if (!e.shapes.empty()) {
-      out += ",\"input_shapes\":";
-      json::append_string(out, e.shapes);
+    if (!e.shapes.empty()) {  // JSON arrays already (Note [Input shapes and dtypes]); torch's keys
+      out += ",\"Input Dims\":" + e.shapes;
+      out += ",\"Input type\":" + e.dtypes;
     }
     if (e.flops) out += ",\"flops\":" + std::to_string(e.flops);
     if (e.step >= 0) out += ",\"step\":" + std::to_string(e.step);

@@ -32,21 +32,24 @@ struct Schedule {
 };
 
 struct ProfileOptions {
-  bool record_shapes = false;  // input shapes of matmul/linear/conv/bmm (grouping by shape)
+  bool record_shapes = false;  // every op's input shapes and dtypes (grouping by shape)
   bool with_flops = true;      // FLOPs of matmul/linear/conv/bmm
   bool profile_memory = false; // allocated bytes after every op: the memory timeline
   Schedule schedule;
 };
 
-// Note [Memory by category]: allocated bytes split into what holds them. parameters,
-// gradients and optimizer_state come from the live optimizers (their parameters, those
-// parameters' .grad and the optimizers' state tensors; a model without an optimizer has
-// its parameters in `other`); activations are the tensors saved for backward, as the
-// GraphRetention guard counts them (parameters excluded, a tensor saved by two ops counted
-// twice, so capped at what the first three leave; 0 when that guard is off); other is the
-// rest (inputs, outputs and temporaries of the ops). The five add up to the allocated bytes. Categories are read only at
-// the end of events on the thread that created the Profile, the thread that runs the
-// training loop, so they never race with an optimizer step; elsewhere known = false.
+// Note [Memory by category]: allocated bytes split into what holds them. parameters are
+// the registered parameters of every live nn::Module and the parameters of every live
+// optimizer (so a model run without an optimizer has its parameters counted too);
+// gradients are those parameters' .grad; optimizer_state the optimizers' state tensors
+// (each storage counted once across the three). activations are the tensors saved for
+// backward, as the GraphRetention guard counts them (parameters excluded, a tensor saved
+// by two ops counted twice, so capped at what the first three leave; 0 when that guard is
+// off); other is the rest (inputs, outputs and temporaries of the ops, and parameters made
+// outside any module or optimizer). The five add up to the allocated bytes. Categories are
+// read only at the end of events on the thread that created the Profile, the thread that
+// runs the training loop, so they never race with an optimizer step or a module being
+// built; elsewhere known = false.
 struct MemoryByCategory {
   bool known = false;
   int64_t parameters = 0, gradients = 0, optimizer_state = 0, activations = 0, other = 0;
@@ -60,7 +63,10 @@ struct Event {
   uint32_t thread = 0;               // 0, 1, ... in order of first appearance
   int depth = 0;                     // nesting level on its thread
   int step = -1;                     // the schedule step it belongs to (-1: no schedule)
-  std::string shapes;
+  // With record_shapes, the op's tensor inputs as JSON arrays (Note [Input shapes and
+  // dtypes] in profiler.cpp): "[[2, 3], []]" and "[\"float32\", \"int64\"]"; empty for
+  // events without inputs (user ranges, backward nodes, optimizer steps).
+  std::string shapes, dtypes;
   int64_t flops = 0;
   int64_t memory_bytes = -1;         // allocated bytes at its end (profile_memory)
   MemoryByCategory categories;       // their categories (profile_memory, ops on the profiling thread)

@@ -54,8 +54,9 @@ class RecordFunction {
   bool open_ = false;
 };
 
-// Attaches the inputs' shapes (when the profile records them) and a FLOP count to the
-// innermost open event on this thread (the op being run).
+// Attaches a FLOP count to the innermost open event on this thread (the op being run), and
+// the inputs' shapes and dtypes when the profile records them and that op's OpScope did
+// not (an OpScope given its inputs already did: docs/profiler.md).
 inline void annotate(std::initializer_list<const Tensor*> inputs, int64_t flops) {
   if (is_enabled()) detail::annotate(inputs, flops);
 }

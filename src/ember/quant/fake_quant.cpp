@@ -58,7 +58,7 @@ void attach_gradient(const char* name, const Tensor& input, const Tensor& out, c
 Tensor fake_quantize_per_tensor_affine(const Tensor& input, double scale, int64_t zero_point, int64_t quant_min,
                                        int64_t quant_max) {
   constexpr const char* op = "[quant::fake_quantize_per_tensor_affine]";
-  OpScope scope("quant::fake_quantize_per_tensor_affine");
+  OpScope scope("quant::fake_quantize_per_tensor_affine", {&input});
   check_input(op, input);
   check_range(op, quant_min, quant_max);
   EMBER_CHECK(quant_min <= zero_point && zero_point <= quant_max, op, " zero_point ", zero_point,
@@ -88,7 +88,7 @@ Tensor fake_quantize_per_tensor_affine(const Tensor& input, double scale, int64_
 Tensor fake_quantize_per_channel_affine(const Tensor& input, const Tensor& scale, const Tensor& zero_point,
                                         int64_t axis, int64_t quant_min, int64_t quant_max) {
   constexpr const char* op = "[quant::fake_quantize_per_channel_affine]";
-  OpScope scope("quant::fake_quantize_per_channel_affine");
+  OpScope scope("quant::fake_quantize_per_channel_affine", {&input, &scale, &zero_point});
   check_input(op, input);
   check_range(op, quant_min, quant_max);
   EMBER_CHECK(axis >= 0 && axis < input.dim(), op, " axis ", axis, " is out of range for an input of sizes ",

@@ -99,7 +99,7 @@ Tensor quantized_add(const Tensor& a, double a_scale, int64_t a_zero_point, cons
                      int64_t b_zero_point, double output_scale, int64_t output_zero_point, bool relu,
                      DType output_dtype) {
   constexpr const char* op = "[quant::quantized_add]";
-  OpScope scope("quant::quantized_add");
+  OpScope scope("quant::quantized_add", {&a, &b});
   jit::detail::TraceOp trace("quantized_add");
   check_output_dtype(op, output_dtype);
   const QParams qa = detail::act_qparams(op, "a", a_scale, a_zero_point);
@@ -155,7 +155,7 @@ Tensor quantized_cat(const std::vector<Tensor>& inputs, const std::vector<double
                      const std::vector<int64_t>& zero_points, int64_t dim, double output_scale,
                      int64_t output_zero_point, DType output_dtype) {
   constexpr const char* op = "[quant::quantized_cat]";
-  OpScope scope("quant::quantized_cat");
+  OpScope scope("quant::quantized_cat", {}, inputs.data(), inputs.size());
   jit::detail::TraceOp trace("quantized_cat");
   check_output_dtype(op, output_dtype);
   EMBER_CHECK(!inputs.empty(), op, " needs at least one tensor");

@@ -465,7 +465,7 @@ void check_output_dtype(const char* op, DType dt) {
 Tensor quantize_per_tensor(const Tensor& input, double scale, int64_t zero_point, int64_t quant_min,
                            int64_t quant_max) {
   constexpr const char* op = "[quant::quantize_per_tensor]";
-  OpScope scope("quant::quantize_per_tensor");
+  OpScope scope("quant::quantize_per_tensor", {&input});
   jit::detail::TraceOp trace("quantize_per_tensor");
   EMBER_CHECK(input.defined(), op, " called with an undefined tensor");
   EMBER_CHECK(input.dtype() == kFloat32, op, " expects a float32 tensor, got ", input.dtype(), " of sizes ",
@@ -497,7 +497,7 @@ Tensor quantize_per_tensor(const Tensor& input, double scale, int64_t zero_point
 
 Tensor dequantize_per_tensor(const Tensor& codes, double scale, int64_t zero_point) {
   constexpr const char* op = "[quant::dequantize_per_tensor]";
-  OpScope scope("quant::dequantize_per_tensor");
+  OpScope scope("quant::dequantize_per_tensor", {&codes});
   jit::detail::TraceOp trace("dequantize_per_tensor");
   EMBER_CHECK(codes.defined(), op, " called with an undefined tensor");
   EMBER_CHECK(codes.dtype() == kUInt8, op, " expects uint8 codes, got ", codes.dtype(), " of sizes ", codes.sizes());
@@ -523,7 +523,7 @@ Tensor quantized_conv2d(const Tensor& input, const Tensor& qweight, const Tensor
                         double input_scale, int64_t input_zero_point, double output_scale,
                         int64_t output_zero_point, bool relu, DType output_dtype) {
   constexpr const char* op = "[quant::quantized_conv2d]";
-  OpScope scope("quant::quantized_conv2d");
+  OpScope scope("quant::quantized_conv2d", {&input, &qweight, &weight_scales, &bias});
   jit::detail::TraceOp trace("quantized_conv2d");
   check_output_dtype(op, output_dtype);
   const detail::ConvGeometry g = detail::conv_geometry(op, stride, padding, dilation, groups);
@@ -552,7 +552,7 @@ Tensor quantized_linear(const Tensor& input, const Tensor& qweight, const Tensor
                         double input_scale, int64_t input_zero_point, double output_scale, int64_t output_zero_point,
                         bool relu, DType output_dtype) {
   constexpr const char* op = "[quant::quantized_linear]";
-  OpScope scope("quant::quantized_linear");
+  OpScope scope("quant::quantized_linear", {&input, &qweight, &weight_scales, &bias});
   jit::detail::TraceOp trace("quantized_linear");
   check_output_dtype(op, output_dtype);
   EMBER_CHECK(qweight.defined() && qweight.dtype() == kInt8 && qweight.dim() == 2, op,
@@ -580,7 +580,7 @@ Tensor quantized_linear(const Tensor& input, const Tensor& qweight, const Tensor
 
 Tensor quantized_max_pool2d(const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride, IntArrayRef padding,
                             IntArrayRef dilation, bool ceil_mode) {
-  OpScope scope("quant::quantized_max_pool2d");
+  OpScope scope("quant::quantized_max_pool2d", {&input});
   jit::detail::TraceOp trace("quantized_max_pool2d");
   Tensor y = detail::max_pool2d("[quant::quantized_max_pool2d]", input, kernel_size, stride, padding, dilation,
                                 ceil_mode);

@@ -124,7 +124,7 @@ Tensor quantized_avg_pool2d(const Tensor& input, int64_t zero_point, IntArrayRef
                             IntArrayRef padding, bool ceil_mode, bool count_include_pad,
                             std::optional<int64_t> divisor_override) {
   constexpr const char* op = "[quant::quantized_avg_pool2d]";
-  OpScope scope("quant::quantized_avg_pool2d");
+  OpScope scope("quant::quantized_avg_pool2d", {&input});
   jit::detail::TraceOp trace("quantized_avg_pool2d");
   check_zero_point(op, zero_point);
   check_two(op, kernel_size, "kernel_size", false);
@@ -159,7 +159,7 @@ Tensor quantized_avg_pool2d(const Tensor& input, int64_t zero_point, IntArrayRef
 
 Tensor quantized_adaptive_avg_pool2d(const Tensor& input, int64_t zero_point, IntArrayRef output_size) {
   constexpr const char* op = "[quant::quantized_adaptive_avg_pool2d]";
-  OpScope scope("quant::quantized_adaptive_avg_pool2d");
+  OpScope scope("quant::quantized_adaptive_avg_pool2d", {&input});
   jit::detail::TraceOp trace("quantized_adaptive_avg_pool2d");
   check_zero_point(op, zero_point);
   check_two(op, output_size, "output_size", false);

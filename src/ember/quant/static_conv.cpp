@@ -160,7 +160,7 @@ std::shared_ptr<const detail::PackedConv> QuantizedConv2dImpl::packed() {
 }
 
 Tensor QuantizedConv2dImpl::forward(const Tensor& input) {
-  OpScope scope("QuantizedConv2d");  // errors name the module the user called
+  OpScope scope("QuantizedConv2d", {&input});  // errors name the module the user called
   jit::detail::TraceOp trace("quantized_conv2d");
   const std::shared_ptr<const detail::PackedConv> w = packed();
   const QParams qin = input_qparams(), qout = output_qparams();

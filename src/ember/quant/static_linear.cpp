@@ -157,7 +157,7 @@ void StaticQuantizedLinearImpl::set_input_qparams(QParams q) {
 }
 
 Tensor StaticQuantizedLinearImpl::forward(const Tensor& input) {
-  OpScope scope("StaticQuantizedLinear");  // errors name the module the user called
+  OpScope scope("StaticQuantizedLinear", {&input});  // errors name the module the user called
   jit::detail::TraceOp trace("quantized_linear");
   const std::shared_ptr<const std::vector<int32_t>> sums = row_sums();
   const QParams qin = input_qparams(), qout = output_qparams();

@@ -62,7 +62,7 @@ void AdaptiveLogSoftmaxWithLossImpl::reset_parameters() {
 }
 
 ASMoutput AdaptiveLogSoftmaxWithLossImpl::forward(const Tensor& input_, const Tensor& target_) {
-  OpScope scope("adaptive_log_softmax_with_loss");
+  OpScope scope("adaptive_log_softmax_with_loss", {&input_, &target_});
   const char* op = "nn.AdaptiveLogSoftmaxWithLoss";
   EMBER_CHECK(input_.defined() && target_.defined(), "[", op, "] input and target must be defined");
   Tensor input = input_, target = target_;
@@ -134,7 +134,7 @@ Tensor AdaptiveLogSoftmaxWithLossImpl::full_log_prob(const Tensor& input, const 
 }
 
 Tensor AdaptiveLogSoftmaxWithLossImpl::log_prob(const Tensor& input) {
-  OpScope scope("adaptive_log_softmax_with_loss");
+  OpScope scope("adaptive_log_softmax_with_loss", {&input});
   EMBER_CHECK(input.defined() && input.dim() == 2 && input.size(1) == options.in_features(),
               "[nn.AdaptiveLogSoftmaxWithLoss] log_prob expects input [B, ", options.in_features(), "], got ",
               input.defined() ? input.sizes() : IntArrayRef{});

@@ -112,7 +112,7 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
   if (amp::is_autocast_enabled()) {
     if (auto c = amp::cast_inputs(amp::policy_of("scaled_dot_product_attention"), query, key, value, attn_mask)) return scaled_dot_product_attention((*c)[0], (*c)[1], (*c)[2], (*c)[3], dropout_p, is_causal);
   }
-  OpScope scope("scaled_dot_product_attention");
+  OpScope scope("scaled_dot_product_attention", {&query, &key, &value, &attn_mask});
   const char* op = "scaled_dot_product_attention";
   EMBER_CHECK(query.defined() && key.defined() && value.defined(), "[", op, "] query, key and value must be defined");
   EMBER_CHECK(query.dim() >= 2 && key.dim() >= 2 && value.dim() >= 2, "[", op,
@@ -366,7 +366,7 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, 
                                                            const Tensor& key_padding_mask, bool need_weights,
                                                            const Tensor& attn_mask, bool average_attn_weights,
                                                            bool is_causal) {
-  OpScope scope("multi_head_attention");
+  OpScope scope("multi_head_attention", {&query, &key, &value, &key_padding_mask, &attn_mask});
   MhaParams p;
   p.E = options.embed_dim();
   p.heads = options.num_heads();
@@ -392,7 +392,7 @@ namespace functional {
 
 std::tuple<Tensor, Tensor> multi_head_attention_forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                                         const MultiheadAttentionForwardFuncOptions& o) {
-  OpScope scope("multi_head_attention_forward");
+  OpScope scope("multi_head_attention_forward", {&query, &key, &value});
   const char* op = "multi_head_attention_forward";
   MhaParams p;
   p.E = o.embed_dim_to_check();

@@ -290,7 +290,7 @@ std::vector<AnyValue> LSTMCellImpl::_forward_populate_default_args(std::vector<A
 }
 
 std::tuple<Tensor, Tensor> RNNImpl::forward(const Tensor& input, const Tensor& h0) {
-  OpScope scope("rnn");
+  OpScope scope("rnn", {&input, &h0});
   auto [out, hn, cn] = run(input, h0, {}, "nn.RNN");
   return {out, hn};
 }
@@ -315,7 +315,7 @@ LSTMImpl::LSTMImpl(const LSTMOptions& options_)
     : RNNBase("LSTM", detail::make_config(detail::RNNMode::LSTM, options_)), options(options_) {}
 
 std::tuple<Tensor, LSTMImpl::State> LSTMImpl::forward(const Tensor& input, const std::optional<State>& hx) {
-  OpScope scope("lstm");
+  OpScope scope("lstm", {&input});
   Tensor h0, c0;
   if (hx) std::tie(h0, c0) = *hx;
   EMBER_CHECK(h0.defined() == c0.defined(), "[nn.LSTM] pass both h0 and c0, or neither");
@@ -347,7 +347,7 @@ GRUImpl::GRUImpl(const GRUOptions& options_)
     : RNNBase("GRU", detail::make_config(detail::RNNMode::GRU, options_)), options(options_) {}
 
 std::tuple<Tensor, Tensor> GRUImpl::forward(const Tensor& input, const Tensor& h0) {
-  OpScope scope("gru");
+  OpScope scope("gru", {&input, &h0});
   auto [out, hn, cn] = run(input, h0, {}, "nn.GRU");
   return {out, hn};
 }
@@ -375,7 +375,7 @@ RNNCellImpl::RNNCellImpl(const RNNCellOptions& options_) : RNNCellBase("RNNCell"
 }
 
 Tensor RNNCellImpl::forward(const Tensor& input, const Tensor& hx) {
-  OpScope scope("rnn_cell");
+  OpScope scope("rnn_cell", {&input, &hx});
   auto [x, h, unbatched] = prepare(input, hx, "nn.RNNCell");
   Tensor pre = functional::linear(x, weight_ih, bias_ih) + functional::linear(h, weight_hh, bias_hh);
   Tensor out = options.nonlinearity() == "relu" ? pre.relu() : pre.tanh();
@@ -393,7 +393,7 @@ LSTMCellImpl::LSTMCellImpl(const LSTMCellOptions& options_)
     : RNNCellBase("LSTMCell", options_, 4), options(options_) {}
 
 LSTMCellImpl::State LSTMCellImpl::forward(const Tensor& input, const std::optional<State>& hx) {
-  OpScope scope("lstm_cell");
+  OpScope scope("lstm_cell", {&input});
   Tensor h0, c0;
   if (hx) std::tie(h0, c0) = *hx;
   EMBER_CHECK(h0.defined() == c0.defined(), "[nn.LSTMCell] pass both h and c, or neither");
@@ -415,7 +415,7 @@ std::shared_ptr<Module> LSTMCellImpl::clone(const std::optional<Device>& /*devic
 GRUCellImpl::GRUCellImpl(const GRUCellOptions& options_) : RNNCellBase("GRUCell", options_, 3), options(options_) {}
 
 Tensor GRUCellImpl::forward(const Tensor& input, const Tensor& hx) {
-  OpScope scope("gru_cell");
+  OpScope scope("gru_cell", {&input, &hx});
   auto [x, h, unbatched] = prepare(input, hx, "nn.GRUCell");
   Tensor xg = functional::linear(x, weight_ih, bias_ih);
   Tensor c;

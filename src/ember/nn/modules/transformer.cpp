@@ -33,7 +33,7 @@ TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(const TransformerEncode
 
 Tensor TransformerEncoderLayerImpl::forward(const Tensor& src, const Tensor& src_mask,
                                             const Tensor& src_key_padding_mask, bool is_causal) {
-  OpScope scope("transformer_encoder_layer");
+  OpScope scope("transformer_encoder_layer", {&src, &src_mask, &src_key_padding_mask});
   auto sa_block = [&](const Tensor& x) {
     Tensor a = std::get<0>(self_attn->forward(x, x, x, src_key_padding_mask, /*need_weights=*/false, src_mask,
                                               /*average_attn_weights=*/true, is_causal && !src_mask.defined()));
@@ -73,7 +73,7 @@ TransformerEncoderImpl::TransformerEncoderImpl(const TransformerEncoderLayer& la
 
 Tensor TransformerEncoderImpl::forward(const Tensor& src, const Tensor& mask, const Tensor& src_key_padding_mask,
                                        bool is_causal) {
-  OpScope scope("transformer_encoder");
+  OpScope scope("transformer_encoder", {&src, &mask, &src_key_padding_mask});
   Tensor x = src;
   for (const auto& m : *layers) {
     x = std::static_pointer_cast<TransformerEncoderLayerImpl>(m)->forward(x, mask, src_key_padding_mask, is_causal);
