@@ -8,10 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_util.h"
@@ -193,6 +195,28 @@ TEST(DynamicQuantizedLSTM, SameBitsWithOneOrTwoThreads) {
   const std::vector<float> b = Floats(std::get<0>(q(small)));
   set_num_threads(saved);
   EXPECT_EQ(a, b);
+}
+
+TEST(DynamicQuantizedLSTM, ConcurrentCallsAgree) {
+  // Several threads call one module from its first call on (the row sums are set up then).
+  manual_seed(8);
+  nn::LSTM lstm(nn::LSTMOptions(16, 24).num_layers(2));
+  quant::DynamicQuantizedLSTM q(*lstm);
+  quant::DynamicQuantizedLSTM fresh(*lstm);
+  const Tensor small = randn({4, 2, 16}), large = randn({4, 12, 16});
+  const std::vector<float> want_small = Floats(std::get<0>(fresh(small))),
+                           want_large = Floats(std::get<0>(fresh(large)));
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 10; ++i) {
+        if (Floats(std::get<0>(q(small))) != want_small || Floats(std::get<0>(q(large))) != want_large) ++wrong;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 TEST(DynamicQuantizedLSTM, EmptySequenceReturnsTheInitialState) {
