@@ -1,8 +1,10 @@
 // bench_quant: int8 quantization against float32 in ember, one mode per process (issue 15;
 // bench/quant.py runs it against bench/quant_torch.py, each library in its own process).
 //
-//   bench_quant --model mlp|cnn|resnet --batch N --mode fp32|int8|static [--reps N] [--threads 2]
+//   bench_quant --model mlp|cnn|resnet|lstm --batch N --mode fp32|int8|static [--reps N] [--threads 2]
 //
+// lstm: a 2-layer nn::LSTM, input and hidden 256, over 50 time steps ([50, N, 256]; its
+// output sequence is the result); int8 quantizes it with {Linear, LSTM}; no static mode.
 // The model is built with manual_seed(0) (the MLP 784-512-256-10, the Fashion-MNIST CNN and
 // the residual CNN of examples/fashion_mnist, eval mode), the input drawn with manual_seed(1). int8 (dynamic):
 // quant::quantize_dynamic(model, {Linear}) (the CNN's convolutions stay float32). static:
@@ -38,7 +40,7 @@ double ms_since(clock_type::time_point t0) {
 }
 
 [[noreturn]] void usage(const char* prog) {
-  std::fprintf(stderr, "usage: %s --model mlp|cnn|resnet --batch N --mode fp32|int8|static [--reps N] [--threads N]\n",
+  std::fprintf(stderr, "usage: %s --model mlp|cnn|resnet|lstm --batch N --mode fp32|int8|static [--reps N] [--threads N]\n",
                prog);
   std::exit(2);
 }
@@ -60,10 +62,27 @@ class ResidualBlockImpl : public nn::Cloneable<ResidualBlockImpl> {
 };
 EMBER_MODULE(ResidualBlock);
 
+// A 2-layer LSTM whose output sequence is the result; it calls its child through the module
+// tree, so that after quantize_dynamic the DynamicQuantizedLSTM that replaced it runs.
+class SequenceModelImpl : public nn::Module {
+ public:
+  SequenceModelImpl() : Module("SequenceModel") {
+    register_module("lstm", nn::LSTM(nn::LSTMOptions(256, 256).num_layers(2)));
+  }
+  Tensor forward(const Tensor& x) override {
+    const std::shared_ptr<nn::Module> lstm = named_children()["lstm"];
+    if (auto* q = lstm->as<ember::quant::DynamicQuantizedLSTMImpl>()) return std::get<0>(q->forward(x));
+    return std::get<0>(lstm->as<nn::LSTMImpl>()->forward(x));
+  }
+};
+EMBER_MODULE(SequenceModel);
+
 nn::Sequential make_model(const std::string& name) {
   ember::manual_seed(0);
   nn::Sequential m{nullptr};
-  if (name == "resnet") {
+  if (name == "lstm") {
+    m = nn::Sequential(SequenceModel());
+  } else if (name == "resnet") {
     auto stem = [](int64_t in, int64_t out, int64_t k) {
       return nn::Conv2d(nn::Conv2dOptions(in, out, k).padding(k / 2).bias(false));
     };
@@ -86,6 +105,7 @@ nn::Sequential make_model(const std::string& name) {
 
 Tensor make_input(const std::string& model, int64_t batch) {
   ember::manual_seed(1);
+  if (model == "lstm") return ember::randn({50, batch, 256});
   return model == "mlp" ? ember::randn({batch, 784}) : ember::randn({batch, 1, 28, 28});
 }
 
@@ -123,7 +143,9 @@ int main(int argc, char** argv) {
     else
       usage(argv[0]);
   }
-  if ((model != "mlp" && model != "cnn" && model != "resnet") || (mode != "fp32" && mode != "int8" && mode != "static") || batch < 1 || threads < 1) {
+  if ((model != "mlp" && model != "cnn" && model != "resnet" && model != "lstm") ||
+      (mode != "fp32" && mode != "int8" && mode != "static") || (model == "lstm" && mode == "static") || batch < 1 ||
+      threads < 1) {
     usage(argv[0]);
   }
   try {
@@ -131,7 +153,9 @@ int main(int argc, char** argv) {
     nn::Sequential m = make_model(model);
     const Tensor x = make_input(model, batch);
     const Tensor fp = run(m, x);
-    if (mode == "int8") ember::quant::quantize_dynamic(*m, {ember::quant::ModuleKind::Linear});
+    if (mode == "int8") {
+      ember::quant::quantize_dynamic(*m, {ember::quant::ModuleKind::Linear, ember::quant::ModuleKind::LSTM});
+    }
     if (mode == "static") {
       ember::quant::prepare(*m);
       ember::manual_seed(2);

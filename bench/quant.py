@@ -36,8 +36,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from run import PYTHON, cpu_model, git_commit, run_summary, spread  # noqa: E402
 
-MODELS = ["mlp", "cnn", "resnet"]
-MODEL_NAMES = {"mlp": "MLP 784-512-256-10", "cnn": "Fashion-MNIST CNN", "resnet": "residual CNN"}
+MODELS = ["mlp", "cnn", "resnet"]  # the default set; lstm (dynamic only) on request: --only lstm
+MODEL_NAMES = {"mlp": "MLP 784-512-256-10", "cnn": "Fashion-MNIST CNN", "resnet": "residual CNN",
+               "lstm": "LSTM 2x256, 50 steps"}
 SCHEMES = ["dynamic", "static"]
 # bench_quant's / quant_torch.py's --mode for each scheme
 MODE = {"dynamic": "int8", "static": "static"}
@@ -54,7 +55,8 @@ def main():
     p.add_argument("--build", default=os.path.join(os.path.dirname(HERE), "build"))
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--only", action="append", default=[], choices=MODELS, help="models to run (default: all)")
+    p.add_argument("--only", action="append", default=[], choices=MODELS + ["lstm"],
+                   help="models to run (default: mlp, cnn, resnet; lstm runs the dynamic scheme only)")
     p.add_argument("--scheme", action="append", default=[], choices=SCHEMES,
                    help="int8 schemes to run (default: both)")
     p.add_argument("--batch", action="append", type=int, default=[], help="batch sizes (default 1 and 64)")
@@ -70,6 +72,10 @@ def main():
         sys.exit(f"{exe} is missing: cmake --build {args.build} --target bench_quant")
     models = args.only or MODELS
     schemes = args.scheme or SCHEMES
+    if "lstm" in models and "static" in schemes:
+        if args.scheme:
+            sys.exit("bench/quant.py: the lstm model has no static int8 version; run it with --scheme dynamic")
+        schemes = ["dynamic"]
     batches = args.batch or [1, 64]
     engines = torch_engines()
     env = dict(os.environ, GLOG_minloglevel="2")  # qnnpack logs a warning on every call

@@ -3,7 +3,7 @@
 against float32 on the models bench/quant.cpp builds, one mode per process. bench/quant.py runs
 both.
 
-  /usr/bin/python3 bench/quant_torch.py --model mlp|cnn|resnet --batch N --mode fp32|int8|static
+  /usr/bin/python3 bench/quant_torch.py --model mlp|cnn|resnet|lstm --batch N --mode fp32|int8|static
                                         [--engine onednn|qnnpack|fbgemm] [--reps N] [--threads 2]
 
 The model is built with torch.manual_seed(0) (MLP 784-512-256-10, or the Fashion-MNIST CNN),
@@ -17,6 +17,8 @@ get_default_qconfig_mapping(engine), calibration on 4 batches of 64 random input
 activations between them. All modes run under torch.inference_mode(). Warm-up: 2 calls and at least 0.2 s, then --reps timed calls (0:
 as many as fit in ~1 s, 20 to 5000); prints `summary: ms=<median> min=.. max=.. reps=..
 bytes=<state_dict bytes>` (bytes: the size of torch.save(model.state_dict())).
+lstm: a 2-layer nn.LSTM, input and hidden 256, over 50 steps ([50, N, 256]), its output sequence
+the result; int8 quantizes {nn.Linear, nn.LSTM} with per-channel weights (nn.quantized.dynamic.LSTM).
 """
 import argparse
 import io
@@ -39,9 +41,22 @@ class Block(nn.Module):
         return torch.relu(self.body(x) + x)
 
 
+class SequenceModel(nn.Module):
+    """A 2-layer LSTM whose output sequence is the result."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(256, 256, num_layers=2)
+
+    def forward(self, x):
+        return self.lstm(x)[0]
+
+
 def make_model(name):
     torch.manual_seed(0)
-    if name == "resnet":
+    if name == "lstm":
+        m = SequenceModel()
+    elif name == "resnet":
         def stem(i, o, k):
             return [nn.Conv2d(i, o, k, padding=k // 2, bias=False), nn.BatchNorm2d(o), nn.ReLU()]
         m = nn.Sequential(*stem(1, 16, 3), Block(16), nn.MaxPool2d(2), *stem(16, 32, 3), Block(32), nn.MaxPool2d(2),
@@ -58,12 +73,14 @@ def make_model(name):
 
 def make_input(name, batch):
     torch.manual_seed(1)
+    if name == "lstm":
+        return torch.randn(50, batch, 256)
     return torch.randn((batch, 784) if name == "mlp" else (batch, 1, 28, 28))
 
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--model", choices=["mlp", "cnn", "resnet"], required=True)
+    p.add_argument("--model", choices=["mlp", "cnn", "resnet", "lstm"], required=True)
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--mode", choices=["fp32", "int8", "static"], required=True)
     p.add_argument("--engine", default=None)
@@ -84,7 +101,10 @@ def main():
         fp = model(x)
     if args.mode == "int8":
         qconfig = torch.quantization.per_channel_dynamic_qconfig
-        model = torch.quantization.quantize_dynamic(model, {nn.Linear: qconfig}, dtype=torch.qint8)
+        model = torch.quantization.quantize_dynamic(model, {nn.Linear: qconfig, nn.LSTM: qconfig}, dtype=torch.qint8)
+    elif args.mode == "static" and args.model == "lstm":
+        print("lstm has no static int8 mode", file=sys.stderr)
+        return 2
     elif args.mode == "static":
         from torch.ao.quantization import get_default_qconfig_mapping
         from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx

@@ -609,3 +609,117 @@ TEST(QuantParity, AvgPoolOfCodesMatchesTorch) {
               "kernel with odd zero point 37, %.2f%% of %lld outputs one code off (ties)\n",
               static_cast<long long>(checked), 100.0 * odd_frac, static_cast<long long>(nchw_odd));
 }
+
+// ---- dynamic LSTM ----
+
+namespace {
+
+// torch 1.13's dynamic quantized LSTM, called as torch.ao.nn.quantized.dynamic.LSTM calls it:
+// per layer and direction a CellParamsBase from quantized::make_quantized_cell_params_dynamic
+// (prepacked per-channel int8 weights with their biases, reduce_range on), then
+// aten::quantized_lstm.input with dtype qint8.
+std::tuple<torch::Tensor, torch::Tensor, torch::Tensor> torch_quantized_lstm(const ember::nn::LSTMImpl& lstm,
+                                                                            const torch::Tensor& x,
+                                                                            const torch::Tensor& h0,
+                                                                            const torch::Tensor& c0) {
+  auto& dispatcher = c10::Dispatcher::singleton();
+  static const auto prepack = dispatcher.findSchemaOrThrow("quantized::linear_prepack", "");
+  static const auto make_cell = dispatcher.findSchemaOrThrow("quantized::make_quantized_cell_params_dynamic", "");
+  static const auto qlstm = dispatcher.findSchemaOrThrow("aten::quantized_lstm", "input");
+  const ember::nn::LSTMOptions& o = lstm.options;
+  EXPECT_TRUE(o.bias());  // the cell parameters take biases
+  const std::vector<ember::Tensor>& flat = lstm.flat_weights();
+  std::vector<c10::IValue> cells;
+  for (size_t i = 0; i < flat.size(); i += 4) {
+    c10::IValue packed[2];
+    for (size_t k = 0; k < 2; ++k) {
+      torch::jit::Stack stack{torch_quantized_weight(to_torch(flat[i + k].detach())),
+                              c10::optional<at::Tensor>(to_torch(flat[i + 2 + k].detach()))};
+      prepack.callBoxed(&stack);
+      packed[k] = stack.at(0);
+    }
+    torch::jit::Stack stack{packed[0], packed[1], to_torch(flat[i + 2].detach()), to_torch(flat[i + 3].detach()),
+                            c10::IValue(true)};
+    make_cell.callBoxed(&stack);
+    cells.push_back(stack.at(0));
+  }
+  c10::impl::GenericList params(cells.at(0).type());
+  for (const auto& c : cells) params.push_back(c);
+  torch::jit::Stack stack{x,
+                          c10::IValue(std::vector<at::Tensor>{h0, c0}),
+                          c10::IValue(params),
+                          c10::IValue(true),
+                          c10::IValue(o.num_layers()),
+                          c10::IValue(0.0),
+                          c10::IValue(false),
+                          c10::IValue(o.bidirectional()),
+                          c10::IValue(o.batch_first()),
+                          c10::IValue(c10::ScalarType::QInt8),
+                          c10::IValue(false)};
+  qlstm.callBoxed(&stack);
+  return {stack.at(0).toTensor(), stack.at(1).toTensor(), stack.at(2).toTensor()};
+}
+
+struct LstmCase {
+  int64_t layers;
+  bool bidirectional, batch_first;
+  int64_t seq, batch, in, hidden;
+};
+
+}  // namespace
+
+TEST(QuantParity, DynamicLSTMMatchesTorch) {
+  const auto engines = at::globalContext().supportedQEngines();
+  const at::QEngine saved = at::globalContext().qEngine();
+  int engines_run = 0;
+  for (at::QEngine engine : engines) {
+    if (engine == at::QEngine::NoQEngine) continue;
+    at::globalContext().setQEngine(engine);
+    ++engines_run;
+    const std::string name = c10::toString(engine);
+    for (const LstmCase c : {LstmCase{1, false, false, 9, 4, 20, 16}, LstmCase{2, true, true, 6, 3, 12, 24},
+                             LstmCase{2, false, false, 20, 16, 64, 64}}) {
+      ember::manual_seed(c.in * 3 + c.layers);
+      ember::nn::LSTM lstm(ember::nn::LSTMOptions(c.in, c.hidden)
+                               .num_layers(c.layers)
+                               .bidirectional(c.bidirectional)
+                               .batch_first(c.batch_first));
+      ember::quant::DynamicQuantizedLSTM q(*lstm);
+      const int64_t D = c.bidirectional ? 2 : 1;
+      const ember::Tensor x = c.batch_first ? ember::randn({c.batch, c.seq, c.in}) : ember::randn({c.seq, c.batch, c.in});
+      const ember::Tensor h0 = ember::randn({c.layers * D, c.batch, c.hidden}) * 0.5;
+      const ember::Tensor c0 = ember::randn({c.layers * D, c.batch, c.hidden});
+      auto [want, want_h, want_c] = torch_quantized_lstm(*lstm, to_torch(x), to_torch(h0), to_torch(c0));
+      auto [out, st] = q(x, std::tuple<ember::Tensor, ember::Tensor>{h0, c0});
+      ember::Tensor fp_out;
+      {
+        ember::NoGradGuard g;
+        fp_out = std::get<0>(lstm(x, std::tuple<ember::Tensor, ember::Tensor>{h0, c0}));
+      }
+      const torch::Tensor got = to_torch(out), fp = to_torch(fp_out);
+      ASSERT_EQ(got.sizes(), want.sizes());
+      const double diff = (got - want).abs().max().item<double>();
+      const double diff_c = (to_torch(std::get<1>(st)) - want_c).abs().max().item<double>();
+      const double qerr = (want - fp).abs().max().item<double>();
+      const double ember_err = (got - fp).abs().max().item<double>();
+      std::printf("%s LSTM layers %lld%s%s L=%lld N=%lld %lld->%lld: max |ember - torch| output %.3g, c_n %.3g; "
+                  "max |torch - float| %.3g, |ember - float| %.3g\n",
+                  name.c_str(), static_cast<long long>(c.layers), c.bidirectional ? " bidirectional" : "",
+                  c.batch_first ? " batch_first" : "", static_cast<long long>(c.seq), static_cast<long long>(c.batch),
+                  static_cast<long long>(c.in), static_cast<long long>(c.hidden), diff, diff_c, qerr, ember_err);
+      if (engine == at::QEngine::QNNPACK) {
+        // 8-bit activations there (reduce_range ignored): only the errors against float compare.
+        EXPECT_LE(ember_err, 3 * qerr + 1e-5) << name;
+        continue;
+      }
+      // Same scheme, same codes: what differs is float rounding inside the products and the
+      // gates, and now and then an activation code on the other side of a .5, which the
+      // recurrence carries on; far below the quantization error itself.
+      EXPECT_LE(diff, 1e-3) << name;
+      EXPECT_LE(diff_c, 2e-3) << name;
+      EXPECT_LT(diff, 0.25 * qerr + 1e-6) << name;
+    }
+  }
+  at::globalContext().setQEngine(saved);
+  EXPECT_GT(engines_run, 0);
+}

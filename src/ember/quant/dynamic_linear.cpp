@@ -12,6 +12,7 @@
 #include "ember/kernels/cpu/qgemm.h"
 #include "ember/nn/modules/linear.h"
 #include "ember/ops/creation.h"
+#include "ember/quant/qkernels.h"
 #include "ember/quant/quant.h"
 
 namespace ember::quant {
@@ -25,6 +26,70 @@ constexpr const char* kOp = "[DynamicQuantizedLinear]";
 int64_t rows_per_chunk(int64_t cols) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(cols, 1)); }
 
 }  // namespace
+
+namespace detail {
+
+void dynamic_linear(const char* op, const float* xp, int64_t M, int64_t K, const int8_t* qweight, int64_t N,
+                    const int32_t* sums, const float* scales, const float* bias, float* y, IntArrayRef input_sizes) {
+  if (M == 0 || N == 0) return;
+  // The input's range, in fixed chunks (min and max are exact: any split gives the same).
+  constexpr int64_t kRangeChunk = 16384;
+  const int64_t total = M * K, chunks = (total + kRangeChunk - 1) / kRangeChunk;
+  std::vector<float> los(static_cast<size_t>(chunks)), his(static_cast<size_t>(chunks));
+  std::vector<char> nans(static_cast<size_t>(chunks));
+  parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t b = c * kRangeChunk;
+      bool nan = false;
+      kernels::cpu::qminmax(xp + b, std::min(kRangeChunk, total - b), &los[static_cast<size_t>(c)],
+                            &his[static_cast<size_t>(c)], &nan);
+      nans[static_cast<size_t>(c)] = nan;
+    }
+  });
+  float lo = chunks > 0 ? los[0] : 0.0f, hi = lo;
+  bool has_nan = false;
+  for (int64_t c = 0; c < chunks; ++c) {
+    lo = std::min(lo, los[static_cast<size_t>(c)]);
+    hi = std::max(hi, his[static_cast<size_t>(c)]);
+    has_nan |= nans[static_cast<size_t>(c)] != 0;
+  }
+  EMBER_CHECK(!has_nan && std::isfinite(lo) && std::isfinite(hi), op, " input of sizes ", input_sizes,
+              " holds inf or NaN", has_nan ? std::string() : ::ember::detail::str_cat(" (range [", lo, ", ", hi, "])"),
+              "; int8 activations cannot represent them");
+  constexpr int32_t kQMin = DynamicQuantizedLinearImpl::kActQMin, kQMax = DynamicQuantizedLinearImpl::kActQMax;
+  const QParams qp = choose_qparams(lo, hi, kQMin, kQMax);
+
+  // Quantized activations in a per-thread scratch buffer; the int32 products go straight
+  // into the output's memory (same size as float) and are converted there in place.
+  thread_local std::vector<uint8_t> qx_buffer;
+  qx_buffer.resize(static_cast<size_t>(M * K));
+  uint8_t* qx = qx_buffer.data();  // the calling thread's buffer, also for the workers
+  const float inv_scale = 1.0f / qp.scale, zp_f = static_cast<float>(qp.zero_point);
+  parallel_for(0, M, rows_per_chunk(K), [&](int64_t r0, int64_t r1) {
+    kernels::cpu::qquantize_u8(xp + r0 * K, (r1 - r0) * K, inv_scale, zp_f, kQMin, kQMax, qx + r0 * K);
+  });
+  if (K > 0) {
+    static_assert(sizeof(int32_t) == sizeof(float));
+    kernels::cpu::gemm_u8s8s32(M, N, K, qx, qweight, reinterpret_cast<int32_t*>(y));
+  } else {
+    std::fill(y, y + M * N, 0.0f);  // an empty sum: acc 0, and 0.0f has the bits of int32 0
+  }
+
+  const float sx = qp.scale;
+  const int32_t zp = qp.zero_point;
+  std::vector<float> col_scale(static_cast<size_t>(N));
+  std::vector<int32_t> corr(static_cast<size_t>(N));
+  for (int64_t n = 0; n < N; ++n) {
+    col_scale[static_cast<size_t>(n)] = sx * scales[n];
+    corr[static_cast<size_t>(n)] = zp * sums[n];
+  }
+  const float* cs = col_scale.data();
+  const int32_t* cr = corr.data();
+  parallel_for(0, M, rows_per_chunk(N),
+               [&](int64_t r0, int64_t r1) { kernels::cpu::qdequantize_rows(y, r0, r1, N, cr, cs, bias); });
+}
+
+}  // namespace detail
 
 DynamicQuantizedLinearImpl::DynamicQuantizedLinearImpl(const nn::LinearImpl& linear)
     : Module("DynamicQuantizedLinear"),
@@ -70,14 +135,7 @@ std::shared_ptr<const std::vector<int32_t>> DynamicQuantizedLinearImpl::row_sums
   std::lock_guard<std::mutex> lock(mu_);
   const void* data = qweight.data_ptr();
   if (row_sums_ && data == seen_data_ && qweight._version() == seen_version_) return row_sums_;
-  auto sums = std::make_shared<std::vector<int32_t>>(static_cast<size_t>(N), 0);
-  const int8_t* q = qweight.data_ptr<int8_t>();
-  for (int64_t n = 0; n < N; ++n) {
-    int32_t s = 0;
-    for (int64_t k = 0; k < K; ++k) s += q[n * K + k];
-    (*sums)[static_cast<size_t>(n)] = s;
-  }
-  row_sums_ = std::move(sums);
+  row_sums_ = std::make_shared<const std::vector<int32_t>>(detail::row_sums(qweight));
   seen_data_ = data;
   seen_version_ = qweight._version();
   return row_sums_;
@@ -98,67 +156,10 @@ Tensor DynamicQuantizedLinearImpl::forward(const Tensor& input) {
   out_sizes.back() = N;
   Tensor out = empty(out_sizes, TensorOptions(kFloat32));
   const int64_t M = K > 0 ? input.numel() / K : (N > 0 ? out.numel() / N : 0);
-  if (M == 0 || N == 0) return out;
-
   const Tensor x = input.detach().contiguous();
-  const float* xp = x.data_ptr<float>();
-  // The input's range, in fixed chunks (min and max are exact: any split gives the same).
-  constexpr int64_t kRangeChunk = 16384;
-  const int64_t total = M * K, chunks = (total + kRangeChunk - 1) / kRangeChunk;
-  std::vector<float> los(static_cast<size_t>(chunks)), his(static_cast<size_t>(chunks));
-  std::vector<char> nans(static_cast<size_t>(chunks));
-  parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
-    for (int64_t c = c0; c < c1; ++c) {
-      const int64_t b = c * kRangeChunk;
-      bool nan = false;
-      kernels::cpu::qminmax(xp + b, std::min(kRangeChunk, total - b), &los[static_cast<size_t>(c)],
-                            &his[static_cast<size_t>(c)], &nan);
-      nans[static_cast<size_t>(c)] = nan;
-    }
-  });
-  float lo = chunks > 0 ? los[0] : 0.0f, hi = lo;
-  bool has_nan = false;
-  for (int64_t c = 0; c < chunks; ++c) {
-    lo = std::min(lo, los[static_cast<size_t>(c)]);
-    hi = std::max(hi, his[static_cast<size_t>(c)]);
-    has_nan |= nans[static_cast<size_t>(c)] != 0;
-  }
-  EMBER_CHECK(!has_nan && std::isfinite(lo) && std::isfinite(hi), kOp, " input of sizes ", input.sizes(),
-              " holds inf or NaN", has_nan ? std::string() : ::ember::detail::str_cat(" (range [", lo, ", ", hi, "])"),
-              "; int8 activations cannot represent them");
-  const QParams qp = choose_qparams(lo, hi, kActQMin, kActQMax);
-
-  // Quantized activations in a per-thread scratch buffer; the int32 products go straight
-  // into the output's memory (same size as float) and are converted there in place.
-  thread_local std::vector<uint8_t> qx_buffer;
-  qx_buffer.resize(static_cast<size_t>(M * K));
-  uint8_t* qx = qx_buffer.data();  // the calling thread's buffer, also for the workers
-  const float inv_scale = 1.0f / qp.scale, zp_f = static_cast<float>(qp.zero_point);
-  parallel_for(0, M, rows_per_chunk(K), [&](int64_t r0, int64_t r1) {
-    kernels::cpu::qquantize_u8(xp + r0 * K, (r1 - r0) * K, inv_scale, zp_f, kActQMin, kActQMax, qx + r0 * K);
-  });
-  float* y = out.data_ptr<float>();
-  if (K > 0) {
-    static_assert(sizeof(int32_t) == sizeof(float));
-    kernels::cpu::gemm_u8s8s32(M, N, K, qx, qweight.data_ptr<int8_t>(), reinterpret_cast<int32_t*>(y));
-  } else {
-    std::fill(y, y + M * N, 0.0f);  // an empty sum: acc 0, and 0.0f has the bits of int32 0
-  }
-
-  const float* ws = scales.data_ptr<float>();
-  const float* b = bias.defined() ? bias.data_ptr<float>() : nullptr;
-  const float sx = qp.scale;
-  const int32_t zp = qp.zero_point;
-  std::vector<float> col_scale(static_cast<size_t>(N));
-  std::vector<int32_t> corr(static_cast<size_t>(N));
-  for (int64_t n = 0; n < N; ++n) {
-    col_scale[static_cast<size_t>(n)] = sx * ws[n];
-    corr[static_cast<size_t>(n)] = zp * (*sums)[static_cast<size_t>(n)];
-  }
-  const float* cs = col_scale.data();
-  const int32_t* cr = corr.data();
-  parallel_for(0, M, rows_per_chunk(N),
-               [&](int64_t r0, int64_t r1) { kernels::cpu::qdequantize_rows(y, r0, r1, N, cr, cs, b); });
+  detail::dynamic_linear(kOp, x.data_ptr<float>(), M, K, qweight.data_ptr<int8_t>(), N, sums->data(),
+                         scales.data_ptr<float>(), bias.defined() ? bias.data_ptr<float>() : nullptr,
+                         out.data_ptr<float>(), input.sizes());
   return out;
 }
 

@@ -39,6 +39,13 @@ Tensor conv2d(const char* op, const Tensor& input, const PackedConv& w, const Te
               const ConvGeometry& g, QParams in, QParams out, bool relu, bool codes_out);
 Tensor linear(const char* op, const Tensor& input, const Tensor& qweight, const int32_t* sums, const Tensor& scales,
               const Tensor& bias, QParams in, QParams out, bool relu, bool codes_out);
+// The product behind DynamicQuantizedLinear and DynamicQuantizedLSTM (Note [Dynamic
+// quantization scheme], quant.h): y [M, N] = x [M, K] (contiguous float32) quantized to
+// 0..127 on the grid of its own range, times qweight^T (contiguous int8 [N, K], `sums` its
+// row sums), dequantized with the row scales, plus bias (null: none). inf or NaN in x is an
+// error naming `op` and `input_sizes` (the sizes the caller was given).
+void dynamic_linear(const char* op, const float* x, int64_t M, int64_t K, const int8_t* qweight, int64_t N,
+                    const int32_t* sums, const float* scales, const float* bias, float* y, IntArrayRef input_sizes);
 Tensor max_pool2d(const char* op, const Tensor& input, IntArrayRef kernel_size, IntArrayRef stride,
                   IntArrayRef padding, IntArrayRef dilation, bool ceil_mode);
 

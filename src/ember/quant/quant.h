@@ -7,6 +7,8 @@
 //   quant::quantize_dynamic(*model, {quant::ModuleKind::Linear});  // in place
 //   Tensor logits = model->forward(x);  // int8 GEMMs inside the Linear layers
 //
+// {quant::ModuleKind::LSTM} turns nn::LSTM layers into DynamicQuantizedLSTM the same way.
+//
 // Note [Dynamic quantization scheme] (the one fbgemm uses for PyTorch's dynamic Linear, so
 // the two agree closely on the same weights):
 //   - weights: int8, symmetric, one scale per output row: scale[n] = max|w[n, :]| / 127.5
@@ -23,18 +25,23 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "ember/core/tensor.h"
 #include "ember/nn/module.h"
+#include "ember/nn/modules/rnn.h"
 
 namespace ember::nn {
 class LinearImpl;
 }
 
 namespace ember::quant {
+namespace detail {
+class RowSumCache;
+}
 
 // The layer kinds quantize_dynamic can replace.
 enum class ModuleKind { Linear, LSTM };
@@ -100,14 +107,63 @@ class DynamicQuantizedLinear : public nn::ModuleHolder<DynamicQuantizedLinearImp
   using nn::ModuleHolder<DynamicQuantizedLinearImpl>::ModuleHolder;
 };
 
+// nn.LSTM with int8 weights, PyTorch's nn.quantized.dynamic.LSTM (Note [Dynamic
+// quantization scheme] for every product): per layer and direction, the input projection
+// of all time steps is one dynamic int8 product ([L*N, in] x W_ih^T, one activation grid for
+// the whole sequence), then each step's hidden projection ([N, hidden] x W_hh^T, a grid per
+// step) is another; the gates (sigmoid, tanh) and the cell state stay float32. forward is
+// nn::LSTM's: forward(input, (h0, c0)) -> (output, (h_n, c_n)), same shapes, batch_first,
+// bidirectional, stacked layers and unbatched [L, input_size] inputs. Inference only: no
+// gradient, and dropout between layers is never applied. state_dict, per layer and
+// direction (suffix _l0, _l0_reverse, ...): weight_ih (int8 [4*hidden, in]),
+// weight_ih_scales (float32 [4*hidden]), weight_hh, weight_hh_scales and, with a bias,
+// bias_ih and bias_hh (float32 [4*hidden]).
+class DynamicQuantizedLSTMImpl : public nn::Module {
+ public:
+  using State = std::tuple<Tensor, Tensor>;
+  // From a float LSTM (its weights as they are now).
+  explicit DynamicQuantizedLSTMImpl(const nn::LSTMImpl& lstm);
+  // Zero int8 weights of the given shape, to load a state_dict into.
+  explicit DynamicQuantizedLSTMImpl(const nn::LSTMOptions& options);
+  ~DynamicQuantizedLSTMImpl() override;
+
+  // input [L, N, input_size] ([N, L, ...] with batch_first, or unbatched [L, input_size]),
+  // float32; h0, c0 [num_layers * D, N, hidden] (zeros when absent; D = 2 if bidirectional).
+  std::tuple<Tensor, State> forward(const Tensor& input, const std::optional<State>& hx = std::nullopt);
+  std::tuple<Tensor, State> operator()(const Tensor& input, const std::optional<State>& hx = std::nullopt);
+  bool _forward_has_default_args() override { return true; }
+  unsigned int _forward_num_required_args() override { return 1; }
+  std::vector<nn::AnyValue> _forward_populate_default_args(std::vector<nn::AnyValue>&& arguments) override;
+  std::string extra_repr() const override;
+  std::shared_ptr<nn::Module> clone(const std::optional<Device>& = std::nullopt) const override;
+
+  nn::LSTMOptions options;
+  // Per layer and direction, in PyTorch's order (l0, l0_reverse, l1, ...).
+  struct Weights {
+    Tensor weight_ih, weight_ih_scales, weight_hh, weight_hh_scales, bias_ih, bias_hh;
+  };
+  const std::vector<Weights>& weights() const { return weights_; }
+
+ private:
+  void register_weights();
+  std::vector<Weights> weights_;
+  // Row sums of each weight_ih / weight_hh (2 per entry of weights_), kept until the codes change.
+  std::vector<std::shared_ptr<detail::RowSumCache>> sums_;
+};
+
+class DynamicQuantizedLSTM : public nn::ModuleHolder<DynamicQuantizedLSTMImpl> {
+ public:
+  using nn::ModuleHolder<DynamicQuantizedLSTMImpl>::ModuleHolder;
+};
+
 // Replaces, in place, every submodule of `model` whose kind is in `kinds` with its dynamic
-// int8 counterpart (Linear -> DynamicQuantizedLinear) and returns the qualified names of
-// the modules replaced. dtype must be kInt8 (PyTorch's torch.qint8). LSTM is not
-// quantized yet: asking for it with an LSTM in the model is an error. Submodules are swapped
-// where they are registered (Sequential, ModuleList and ModuleDict follow); a custom module
-// that calls a child through its own holder member (`fc1(x)`) keeps calling the float one —
-// a warning names each such child. The model itself cannot be a Linear (quantize its parent,
-// or construct DynamicQuantizedLinear from it directly).
+// int8 counterpart (Linear -> DynamicQuantizedLinear, LSTM -> DynamicQuantizedLSTM) and
+// returns the qualified names of the modules replaced. dtype must be kInt8 (PyTorch's
+// torch.qint8). Submodules are swapped where they are registered (Sequential, ModuleList
+// and ModuleDict follow); a custom module that calls a child through its own holder member
+// (`fc1(x)`) keeps calling the float one — a warning names each such child. The model
+// itself cannot be a Linear or an LSTM (quantize its parent, or construct the quantized
+// module from it directly).
 std::vector<std::string> quantize_dynamic(nn::Module& model, const std::set<ModuleKind>& kinds = {ModuleKind::Linear},
                                           DType dtype = kInt8);
 

@@ -26,19 +26,6 @@ struct Walk {
   std::map<const nn::Module*, std::pair<std::shared_ptr<nn::Module>, std::string>> done;
   std::map<const nn::Module*, std::shared_ptr<nn::Module>> old;
 
-  // Refuses a kind asked for that has no int8 version yet, before anything is replaced.
-  void check(nn::Module& parent, const std::string& prefix) {
-    for (const auto& item : parent.named_children()) {
-      const std::string qualified = join(prefix, item.key());
-      if (dynamic_cast<nn::LSTMImpl*>(item.value().get()) && kinds.count(ModuleKind::LSTM)) {
-        EMBER_ERROR(kOp, " '", qualified,
-                    "' is an LSTM, which has no dynamic int8 version yet; quantize only the Linear layers "
-                    "with {quant::ModuleKind::Linear}");
-      }
-      check(*item.value(), qualified);
-    }
-  }
-
   void visit(nn::Module& parent, const std::string& prefix) {
     for (const std::string& name : parent.named_children().keys()) {
       std::shared_ptr<nn::Module> child = *parent.named_children().find(name);
@@ -50,6 +37,8 @@ struct Walk {
       std::shared_ptr<nn::Module> q;
       if (auto* lin = dynamic_cast<nn::LinearImpl*>(child.get()); lin && kinds.count(ModuleKind::Linear)) {
         q = std::make_shared<DynamicQuantizedLinearImpl>(*lin);
+      } else if (auto* lstm = dynamic_cast<nn::LSTMImpl*>(child.get()); lstm && kinds.count(ModuleKind::LSTM)) {
+        q = std::make_shared<DynamicQuantizedLSTMImpl>(*lstm);
       }
       if (q) {
         parent.replace_module(name, q);
@@ -68,12 +57,15 @@ struct Walk {
 std::vector<std::string> quantize_dynamic(nn::Module& model, const std::set<ModuleKind>& kinds, DType dtype) {
   EMBER_CHECK(dtype == kInt8, kOp, " dtype ", dtype,
               " is not supported; dynamic quantization stores weights as int8 (ember::kInt8, torch.qint8)");
-  EMBER_CHECK(!kinds.empty(), kOp, " the set of module kinds is empty; pass {quant::ModuleKind::Linear}");
+  EMBER_CHECK(!kinds.empty(), kOp,
+              " the set of module kinds is empty; pass {quant::ModuleKind::Linear} and/or quant::ModuleKind::LSTM");
   EMBER_CHECK(dynamic_cast<nn::LinearImpl*>(&model) == nullptr, kOp,
               " the model itself is a Linear and cannot be replaced in place; construct "
               "quant::DynamicQuantizedLinear(*linear) instead, or quantize the module that holds it");
+  EMBER_CHECK(dynamic_cast<nn::LSTMImpl*>(&model) == nullptr, kOp,
+              " the model itself is an LSTM and cannot be replaced in place; construct "
+              "quant::DynamicQuantizedLSTM(*lstm) instead, or quantize the module that holds it");
   Walk walk{kinds, {}, {}, {}};
-  walk.check(model, "");
   walk.visit(model, "");
   // A replaced layer that someone still holds (a holder member of a custom module) would
   // keep running in float through that handle.
