@@ -323,4 +323,48 @@ inline void check_list_arg(const char* op, const char* name, const std::vector<T
   }
 }
 
+// all_to_all_single's argument checks (after each tensor's own): the output's dtype and
+// trailing sizes, and the split sizes, resolved (equal splits when none are given). Also
+// whether the splits are uneven, in which case the ranks' first dims may differ.
+struct AllToAllSplits {
+  std::vector<int64_t> input, output;
+  bool uneven = false;
+};
+inline AllToAllSplits check_all_to_all_single_args(const char* op, const Tensor& output, const Tensor& input,
+                                                   const std::vector<int64_t>& output_splits,
+                                                   const std::vector<int64_t>& input_splits, int size) {
+  EMBER_CHECK(input.dim() >= 1 && output.dim() >= 1, "[", op, "] input and output need at least one dimension");
+  EMBER_CHECK(output.dtype() == input.dtype() && IntArrayRef(output.sizes().data() + 1, output.sizes().size() - 1) ==
+                                                     IntArrayRef(input.sizes().data() + 1, input.sizes().size() - 1),
+              "[", op, "] the output (", short_dtype(output.dtype()), " ", output.sizes(),
+              ") must have the input's dtype and sizes after dim 0 (", short_dtype(input.dtype()), " ", input.sizes(),
+              ")");
+  AllToAllSplits r;
+  r.uneven = !output_splits.empty() || !input_splits.empty();
+  auto resolve = [&](const std::vector<int64_t>& given, const Tensor& t, const char* name) {
+    if (given.empty()) {
+      EMBER_CHECK(t.size(0) % size == 0, "[", op, "] the ", name, "'s first dim (", t.size(0),
+                  ") must divide evenly by world_size (", size, ") when no ", name, "_split_sizes are given");
+      return std::vector<int64_t>(static_cast<size_t>(size), t.size(0) / size);
+    }
+    EMBER_CHECK(static_cast<int>(given.size()) == size, "[", op, "] ", name, "_split_sizes has ", given.size(),
+                " entries; it needs one per rank (", size, ")");
+    int64_t sum = 0;
+    for (int64_t v : given) {
+      EMBER_CHECK(v >= 0, "[", op, "] ", name, "_split_sizes has a negative entry (", v, ")");
+      sum += v;
+    }
+    EMBER_CHECK(sum == t.size(0), "[", op, "] ", name, "_split_sizes sum to ", sum, " but the ", name,
+                "'s first dim is ", t.size(0));
+    return given;
+  };
+  r.input = resolve(input_splits, input, "input");
+  r.output = resolve(output_splits, output, "output");
+  if (!r.uneven) {
+    EMBER_CHECK(output.sizes() == input.sizes(), "[", op, "] the output (", short_dtype(output.dtype()), " ",
+                output.sizes(), ") must match the input (", short_dtype(input.dtype()), " ", input.sizes(), ")");
+  }
+  return r;
+}
+
 }  // namespace ember::distributed::detail

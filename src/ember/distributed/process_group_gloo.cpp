@@ -601,36 +601,10 @@ class ProcessGroupGloo final : public ProcessGroup {
     constexpr const char* op = "all_to_all_single";
     check_tensor(op, input, false, std::nullopt);
     check_tensor(op, output, false, std::nullopt);
-    EMBER_CHECK(input.dim() >= 1 && output.dim() >= 1, "[", op, "] input and output need at least one dimension");
-    EMBER_CHECK(output.dtype() == input.dtype() && IntArrayRef(output.sizes().data() + 1, output.sizes().size() - 1) ==
-                                                       IntArrayRef(input.sizes().data() + 1, input.sizes().size() - 1),
-                "[", op, "] the output (", short_dtype(output.dtype()), " ", output.sizes(),
-                ") must have the input's dtype and ", "sizes after dim 0 (", short_dtype(input.dtype()), " ",
-                input.sizes(), ")");
-    const bool uneven = !output_splits.empty() || !input_splits.empty();
-    auto resolve_splits = [&](const std::vector<int64_t>& given, const Tensor& t, const char* name) {
-      if (given.empty()) {
-        EMBER_CHECK(t.size(0) % size_ == 0, "[", op, "] the ", name, "'s first dim (", t.size(0),
-                    ") must divide evenly by world_size (", size_, ") when no ", name, "_split_sizes are given");
-        return std::vector<int64_t>(static_cast<size_t>(size_), t.size(0) / size_);
-      }
-      EMBER_CHECK(static_cast<int>(given.size()) == size_, "[", op, "] ", name, "_split_sizes has ", given.size(),
-                  " entries; it needs one per rank (", size_, ")");
-      int64_t sum = 0;
-      for (int64_t v : given) {
-        EMBER_CHECK(v >= 0, "[", op, "] ", name, "_split_sizes has a negative entry (", v, ")");
-        sum += v;
-      }
-      EMBER_CHECK(sum == t.size(0), "[", op, "] ", name, "_split_sizes sum to ", sum, " but the ", name,
-                  "'s first dim is ", t.size(0));
-      return given;
-    };
-    std::vector<int64_t> ins = resolve_splits(input_splits, input, "input");
-    std::vector<int64_t> outs = resolve_splits(output_splits, output, "output");
-    if (!uneven) {
-      EMBER_CHECK(output.sizes() == input.sizes(), "[", op, "] the output (", short_dtype(output.dtype()), " ",
-                  output.sizes(), ") must match the input (", short_dtype(input.dtype()), " ", input.sizes(), ")");
-    }
+    const AllToAllSplits splits = check_all_to_all_single_args(op, output, input, output_splits, input_splits, size_);
+    const std::vector<int64_t>& ins = splits.input;
+    const std::vector<int64_t>& outs = splits.output;
+    const bool uneven = splits.uneven;
     Fingerprint fp = fingerprint(Coll::AllToAll, input, std::nullopt, -1);
     if (uneven) {
       // The ranks' first dims legitimately differ: compare the rest (the splits are
