@@ -346,7 +346,7 @@ class ProcessGroupGloo final : public ProcessGroup {
 
   WorkPtr all_reduce(const Tensor& t, ReduceOp op) override {
     check_tensor("all_reduce", t, true, op);
-    Fingerprint fp = fingerprint(Coll::AllReduce, t, op, -1);
+    Fingerprint fp = make_fingerprint(Coll::AllReduce, t, op, -1);
     // Note [Fused small all-reduce]: a tensor that fits in the fingerprint record travels in
     // it: one all-gather carries every rank's fingerprint and data, and each rank reduces the
     // W copies itself, in rank order (the same order on every rank, so the results agree bit
@@ -395,7 +395,7 @@ class ProcessGroupGloo final : public ProcessGroup {
   WorkPtr broadcast(const Tensor& t, int root) override {
     check_tensor("broadcast", t, false, std::nullopt);
     check_root("broadcast", root, "src");
-    Fingerprint fp = fingerprint(Coll::Broadcast, t, std::nullopt, root);
+    Fingerprint fp = make_fingerprint(Coll::Broadcast, t, std::nullopt, root);
     return enqueue("broadcast", fp, [this, t, root](uint32_t tag) mutable {
       Buffer b = make_buffer(t, false, rank_ == root);
       if (size_ > 1 && lane_ && b.nbytes() > 0 && b.nbytes() <= SyncLane::kMaxBytes) {
@@ -418,7 +418,7 @@ class ProcessGroupGloo final : public ProcessGroup {
   WorkPtr reduce(const Tensor& t, int root, ReduceOp op) override {
     check_tensor("reduce", t, true, op);
     check_root("reduce", root, "dst");
-    Fingerprint fp = fingerprint(Coll::Reduce, t, op, root);
+    Fingerprint fp = make_fingerprint(Coll::Reduce, t, op, root);
     return enqueue("reduce", fp, [this, t, root, op](uint32_t tag) mutable {
       Buffer b = make_buffer(t, true);
       if (size_ > 1) {
@@ -443,7 +443,7 @@ class ProcessGroupGloo final : public ProcessGroup {
   WorkPtr all_gather(const std::vector<Tensor>& outputs, const Tensor& input) override {
     check_tensor("all_gather", input, false, std::nullopt);
     check_list("all_gather", "tensor_list", outputs, input);
-    Fingerprint fp = fingerprint(Coll::AllGather, input, std::nullopt, -1);
+    Fingerprint fp = make_fingerprint(Coll::AllGather, input, std::nullopt, -1);
     return enqueue("all_gather", fp, [this, outputs, input](uint32_t tag) mutable {
       NoGradGuard ng;
       Tensor in = input.detach().contiguous();
@@ -463,7 +463,7 @@ class ProcessGroupGloo final : public ProcessGroup {
                 "[all_gather_into_tensor] the output (", output.dtype(), " with ", output.numel(),
                 " elements) must have the input's dtype (", input.dtype(), ") and world_size (", size_,
                 ") times its elements (", input.numel() * size_, ")");
-    Fingerprint fp = fingerprint(Coll::AllGather, input, std::nullopt, -1);
+    Fingerprint fp = make_fingerprint(Coll::AllGather, input, std::nullopt, -1);
     return enqueue("all_gather_into_tensor", fp, [this, output, input](uint32_t tag) mutable {
       NoGradGuard ng;
       Tensor in = input.detach().contiguous();
@@ -476,7 +476,7 @@ class ProcessGroupGloo final : public ProcessGroup {
   WorkPtr reduce_scatter(const Tensor& output, const std::vector<Tensor>& inputs, ReduceOp op) override {
     check_tensor("reduce_scatter", output, true, op);
     check_list("reduce_scatter", "input_list", inputs, output);
-    Fingerprint fp = fingerprint(Coll::ReduceScatter, output, op, -1);
+    Fingerprint fp = make_fingerprint(Coll::ReduceScatter, output, op, -1);
     return enqueue("reduce_scatter", fp, [this, output, inputs, op](uint32_t tag) mutable {
       NoGradGuard ng;
       const DType wt = reduce_type(output.dtype());
@@ -494,7 +494,7 @@ class ProcessGroupGloo final : public ProcessGroup {
                 "[reduce_scatter_tensor] the input (", short_dtype(input.dtype()), " with ", input.numel(),
                 " elements) must have the output's dtype (", short_dtype(output.dtype()), ") and world_size (", size_,
                 ") times its elements (", output.numel() * size_, ")");
-    Fingerprint fp = fingerprint(Coll::ReduceScatter, output, op, -1);
+    Fingerprint fp = make_fingerprint(Coll::ReduceScatter, output, op, -1);
     return enqueue("reduce_scatter_tensor", fp, [this, output, input, op](uint32_t tag) mutable {
       NoGradGuard ng;
       // A private copy: the ring accumulates in place.
@@ -512,7 +512,7 @@ class ProcessGroupGloo final : public ProcessGroup {
       EMBER_CHECK(outputs.empty(), "[gather] gather_list must be empty on ranks other than dst (rank ",
                   global_rank(rank_), " passed ", outputs.size(), " tensors; dst is rank ", global_rank(root), ")");
     }
-    Fingerprint fp = fingerprint(Coll::Gather, input, std::nullopt, root);
+    Fingerprint fp = make_fingerprint(Coll::Gather, input, std::nullopt, root);
     return enqueue("gather", fp, [this, input, outputs, root](uint32_t tag) mutable {
       NoGradGuard ng;
       Tensor in = input.detach().contiguous();
@@ -546,7 +546,7 @@ class ProcessGroupGloo final : public ProcessGroup {
       EMBER_CHECK(inputs.empty(), "[scatter] scatter_list must be empty on ranks other than src (rank ",
                   global_rank(rank_), " passed ", inputs.size(), " tensors; src is rank ", global_rank(root), ")");
     }
-    Fingerprint fp = fingerprint(Coll::Scatter, output, std::nullopt, root);
+    Fingerprint fp = make_fingerprint(Coll::Scatter, output, std::nullopt, root);
     return enqueue("scatter", fp, [this, output, inputs, root](uint32_t tag) mutable {
       NoGradGuard ng;
       Buffer out = make_buffer(output, false, false);
@@ -578,7 +578,7 @@ class ProcessGroupGloo final : public ProcessGroup {
     check_tensor("all_to_all", inputs[0], false, std::nullopt);
     check_list("all_to_all", "input_tensor_list", inputs, inputs[0]);
     check_list("all_to_all", "output_tensor_list", outputs, inputs[0]);
-    Fingerprint fp = fingerprint(Coll::AllToAll, inputs[0], std::nullopt, -1);
+    Fingerprint fp = make_fingerprint(Coll::AllToAll, inputs[0], std::nullopt, -1);
     return enqueue("all_to_all", fp, [this, outputs, inputs](uint32_t tag) mutable {
       NoGradGuard ng;
       std::vector<Tensor> parts;
@@ -605,7 +605,7 @@ class ProcessGroupGloo final : public ProcessGroup {
     const std::vector<int64_t>& ins = splits.input;
     const std::vector<int64_t>& outs = splits.output;
     const bool uneven = splits.uneven;
-    Fingerprint fp = fingerprint(Coll::AllToAll, input, std::nullopt, -1);
+    Fingerprint fp = make_fingerprint(Coll::AllToAll, input, std::nullopt, -1);
     if (uneven) {
       // The ranks' first dims legitimately differ: compare the rest (the splits are
       // checked against each other inside the collective).
@@ -718,10 +718,6 @@ class ProcessGroupGloo final : public ProcessGroup {
   void check_usable(const char* op) const {
     std::lock_guard<std::mutex> l(mu_);
     EMBER_CHECK(broken_.empty(), "[", op, "] the process group is unusable after an earlier failure: ", broken_);
-  }
-
-  Fingerprint fingerprint(Coll c, const Tensor& t, std::optional<ReduceOp> op, int root) const {
-    return make_fingerprint(c, t, op, root);
   }
 
   // ---- the worker ----
