@@ -45,6 +45,7 @@
 #include "ember/distributed/collective_common.h"
 #include "ember/distributed/gloo_sync_lane.h"
 #include "ember/distributed/process_group.h"
+#include "ember/distributed/progress_records.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/join.h"
 #include "ember/ops/pointwise.h"
@@ -320,8 +321,8 @@ class ProcessGroupGloo final : public ProcessGroup {
       EMBER_ERROR("[init_process_group] rank ", global_rank(rank), " could not connect to the other ", size - 1,
                   " rank", size == 2 ? "" : "s", " within ", options_.timeout.count(), " ms: ", e.what());
     }
+    progress_ = std::make_unique<ProgressRecords>(*this, store_);
     worker_ = std::thread([this] { loop(); });
-    if (size > 1) publisher_ = std::thread([this] { publish_loop(); });
   }
 
   ~ProcessGroupGloo() override {
@@ -331,12 +332,7 @@ class ProcessGroupGloo final : public ProcessGroup {
     }
     cv_.notify_all();
     if (worker_.joinable()) worker_.join();
-    {
-      std::lock_guard<std::mutex> l(progress_mu_);
-      stop_publishing_ = true;
-    }
-    progress_cv_.notify_all();
-    if (publisher_.joinable()) publisher_.join();
+    progress_.reset();
   }
 
   std::string backend() const override { return "gloo"; }
@@ -796,11 +792,7 @@ class ProcessGroupGloo final : public ProcessGroup {
       std::lock_guard<std::mutex> l(mu_);
       EMBER_CHECK(broken_.empty(), "[", task.op, "] the process group is unusable after an earlier failure: ", broken_);
     }
-    {
-      // The publisher thread records it in the store (Note [Progress records]).
-      std::lock_guard<std::mutex> l(progress_mu_);
-      started_ = task.fp;
-    }
+    progress_->started(task.fp);  // Note [Progress records] in progress_records.h
     const uint32_t tag = static_cast<uint32_t>(task.fp.seq * 2);
     try {
       if (options_.check_collectives && size_ > 1) {
@@ -826,25 +818,6 @@ class ProcessGroupGloo final : public ProcessGroup {
         broken_ = "collective #" + std::to_string(task.fp.seq) + " " + what + " failed";
       }
       throw Error("[" + task.op + "] " + msg);
-    }
-  }
-
-  void publish_loop() {
-    uint64_t published = 0;
-    std::unique_lock<std::mutex> l(progress_mu_);
-    while (!stop_publishing_) {
-      progress_cv_.wait_for(l, kPublishPeriod);
-      if (started_.seq == published) continue;
-      const Fingerprint fp = started_;
-      l.unlock();
-      const std::string rec = std::to_string(fp.seq) + "|" + describe(fp, *this);
-      try {
-        store_->set_nowait("progress/" + std::to_string(rank_), Bytes(rec.begin(), rec.end()));
-      } catch (...) {
-        // The store is gone (its host exited): the diagnosis will say so.
-      }
-      published = fp.seq;
-      l.lock();
     }
   }
 
@@ -892,39 +865,9 @@ class ProcessGroupGloo final : public ProcessGroup {
         gloo_msg.find("imed out") != std::string::npos || gloo_msg.find("timeout") != std::string::npos;
     os << "collective #" << task.fp.seq << " " << what
        << (timed_out ? " did not complete within " + std::to_string(options_.timeout.count()) + " ms" : " failed");
-    std::vector<int> missing, arrived;
-    std::vector<std::string> last;
-    bool store_ok = true;
-    std::this_thread::sleep_for(2 * kPublishPeriod);  // Note [Progress records]
-    try {
-      for (int r = 0; r < size_; ++r) {
-        const std::string key = "progress/" + std::to_string(r);
-        std::string rec;
-        if (store_->check({key})) rec = store_->get_string(key);
-        const uint64_t s = rec.empty() ? 0 : std::strtoull(rec.c_str(), nullptr, 10);
-        if (s >= task.fp.seq) {
-          arrived.push_back(global_rank(r));
-        } else {
-          missing.push_back(global_rank(r));
-          const auto bar = rec.find('|');
-          last.push_back(rec.empty() ? "no collective of it was recorded"
-                                     : "its last recorded collective was #" + rec.substr(0, bar) + " " +
-                                           (bar == std::string::npos ? "" : rec.substr(bar + 1)));
-        }
-      }
-    } catch (const std::exception&) {
-      store_ok = false;
-    }
-    if (!store_ok) {
-      os << ": the store is unreachable too (the process hosting it, usually rank 0, may have exited)";
-    } else if (!missing.empty()) {
-      os << ": " << rank_list(missing) << " never arrived (";
-      for (size_t i = 0; i < missing.size(); ++i)
-        os << (i ? "; " : "") << (missing.size() > 1 ? "rank " + std::to_string(missing[i]) + ": " : "") << last[i];
-      os << "); " << rank_list(arrived) << " reached it";
-    } else {
-      os << ": every rank reached it, then the transport failed (a rank may have crashed or been killed)";
-    }
+    os << progress_->arrivals(task.fp.seq,
+                              ": every rank reached it, then the transport failed (a rank may have crashed or been "
+                              "killed)");
     os << ". Transport: " << gloo_msg << ". The process group is unusable now";
     return os.str();
   }
@@ -1027,18 +970,7 @@ class ProcessGroupGloo final : public ProcessGroup {
   std::shared_ptr<gloo::rendezvous::Context> context_;
   std::unique_ptr<SyncLane> lane_;  // Note [Sync lane]; null for one rank or EMBER_DISTRIBUTED_SYNC_LANE=0
   std::thread worker_;
-  // Note [Progress records]: which collective this rank has reached goes to the store as
-  // "progress/<rank>" = "<seq>|<description>" for the timeout diagnosis. A write per
-  // collective would wake the store's thread on rank 0 every time, so a publisher thread
-  // writes the latest one at most every kPublishPeriod instead; diagnose() waits twice
-  // that long before reading, so every rank that reached the failed collective has
-  // published it by then.
-  static constexpr std::chrono::milliseconds kPublishPeriod{50};
-  std::thread publisher_;
-  std::mutex progress_mu_;
-  std::condition_variable progress_cv_;
-  Fingerprint started_;  // seq 0: none yet
-  bool stop_publishing_ = false;
+  std::unique_ptr<ProgressRecords> progress_;  // Note [Progress records] in progress_records.h
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Task> queue_;
