@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <functional>
 #include <thread>
 
 #include "ember/distributed/ddp.h"
@@ -138,6 +140,67 @@ DIST_SCENARIO(mpi_subgroups) {
   return 0;
 }
 
+// Runs a collective that must time out (the group's timeout is 2 s) and prints its error,
+// prefixed by label.
+void expect_timeout(const std::string& label, const std::function<void()>& collective) {
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    collective();
+  } catch (const ember::Error& e) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::cout << label << ": " << e.what() << std::endl;
+    WCHECK(s < 4.0, << label << " took " << s << " s");
+    return;
+  }
+  throw std::runtime_error(label + ": no error");
+}
+
+// No rank leaves before every rank is done with the groups (rank 0 hosts the progress store
+// the others read when they time out): the ranks meet in a file store.
+void meet_in_file_store() {
+  dist::FileStore store(std::string(std::getenv("EMBER_TEST_TMP")) + "/meet", std::chrono::seconds(30));
+  const int world = dist::get_world_size();
+  store.add("done", 1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (store.add("done", 0) < world) {
+    WCHECK(std::chrono::steady_clock::now() < deadline, << "the other ranks did not finish");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// Three ranks; rank 2 skips the default group's second all_reduce, and after that rank 1
+// waits alone in the second all_reduce of the subgroup {1, 2}. Every rank that times out
+// names rank 2 as the one that never arrived (Note [MPI progress store]).
+DIST_SCENARIO(mpi_rank_never_arrives) {
+  dist::init_process_group({.backend = "mpi", .timeout = std::chrono::seconds(2)});
+  const int rank = dist::get_rank();
+  auto pair = dist::new_group({1, 2});
+  Tensor t = ember::ones({16});
+  dist::all_reduce(t);
+  if (pair) dist::all_reduce(t, dist::ReduceOp::SUM, pair);
+  if (rank < 2) expect_timeout("world", [&] { dist::all_reduce(t); });
+  if (rank == 1) expect_timeout("subgroup", [&] { dist::all_reduce(t, dist::ReduceOp::SUM, pair); });
+  meet_in_file_store();
+  dist::destroy_process_group();
+  std::cout << "rank " << rank << " ok" << std::endl;
+  return 0;
+}
+
+// MASTER_ADDR names no host, so rank 1 cannot reach the progress store: init still works
+// and a timeout says why it cannot name the missing rank.
+DIST_SCENARIO(mpi_progress_store_unreachable) {
+  dist::init_process_group({.backend = "mpi", .timeout = std::chrono::seconds(2)});
+  const int rank = dist::get_rank();
+  Tensor t = ember::ones({16});
+  dist::all_reduce(t);
+  expect_values(t, std::vector<double>(16, 2.0), "all_reduce without the progress store");
+  if (rank == 0) expect_timeout("error", [&] { dist::all_reduce(t); });
+  meet_in_file_store();
+  dist::destroy_process_group();
+  std::cout << "rank " << rank << " ok" << std::endl;
+  return 0;
+}
+
 }  // namespace mpi_test
 
 namespace {
@@ -216,10 +279,55 @@ TEST(DistributedMPI, TimeoutRaisesInsteadOfHanging) {
   const std::string& out = r.ranks[0].output;
   EXPECT_NE(out.find(tag(0) + "error after "), std::string::npos) << r.dump();
   EXPECT_NE(out.find("[all_reduce] collective #2 all_reduce(f32[16], SUM) did not complete within 2000 ms on rank 0 "
-                     "(waiting for the fingerprint exchange)"),
+                     "(waiting for the fingerprint exchange): rank 1 never arrived (its last recorded collective was "
+                     "#1 all_reduce(f32[16], SUM)); rank 0 reached it. MPI cannot cancel a collective in flight; the "
+                     "process group is unusable now"),
             std::string::npos)
       << r.dump();
   EXPECT_NE(out.find(tag(0) + "then: [barrier] the process group is unusable after an earlier failure"),
+            std::string::npos)
+      << r.dump();
+}
+
+TEST(DistributedMPI, TimeoutNamesTheRankThatNeverArrived) {
+  SKIP_WITHOUT_MPI();
+  auto r = run_mpi("mpi_rank_never_arrives", 3, 60);
+  ASSERT_FALSE(r.timed_out) << r.dump();
+  ASSERT_TRUE(r.all_ok()) << r.dump();
+  const std::string& out = r.ranks[0].output;
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_NE(out.find(tag(k) + "world: [all_reduce] collective #2 all_reduce(f32[16], SUM) did not complete within "
+                                "2000 ms on rank " +
+                       std::to_string(k) +
+                       " (waiting for the fingerprint exchange): rank 2 never arrived (its last recorded collective "
+                       "was #1 all_reduce(f32[16], SUM)); ranks 0, 1 reached it. MPI cannot cancel a collective in "
+                       "flight; the process group is unusable now"),
+              std::string::npos)
+        << r.dump();
+  }
+  // The subgroup's records are its own (group sequence numbers, global ranks).
+  EXPECT_NE(out.find(tag(1) + "subgroup: [all_reduce] collective #2 all_reduce(f32[16], SUM) did not complete within "
+                              "2000 ms on rank 1 (waiting for the fingerprint exchange): rank 2 never arrived (its last "
+                              "recorded collective was #1 all_reduce(f32[16], SUM)); rank 1 reached it."),
+            std::string::npos)
+      << r.dump();
+  for (int k = 0; k < 3; ++k) EXPECT_NE(out.find(tag(k) + "rank " + std::to_string(k) + " ok"), std::string::npos) << r.dump();
+}
+
+TEST(DistributedMPI, TimeoutSaysWhenTheProgressRecordsAreUnavailable) {
+  SKIP_WITHOUT_MPI();
+  auto r = run_mpi("mpi_progress_store_unreachable", 2, 60, {"MASTER_ADDR=no-such-host.invalid"});
+  ASSERT_FALSE(r.timed_out) << r.dump();
+  ASSERT_TRUE(r.all_ok()) << r.dump();
+  EXPECT_NE(r.ranks[0].output.find(
+                tag(0) + "error: [all_reduce] collective #2 all_reduce(f32[16], SUM) did not complete within 2000 ms "
+                         "on rank 0 (waiting for the fingerprint exchange): some rank of the group did not reach it, or "
+                         "is stuck before it (the progress records that would name it are unavailable: rank 1 could "
+                         "not connect to the TCPStore rank 0 started at no-such-host.invalid:"),
+            std::string::npos)
+      << r.dump();
+  EXPECT_NE(r.ranks[0].output.find(" within 2000 ms; set MASTER_ADDR to an address of rank 0's host that every rank "
+                                   "can reach). MPI cannot cancel a collective in flight"),
             std::string::npos)
       << r.dump();
 }

@@ -14,6 +14,17 @@
 // Before its data moves, each collective all-gathers the same fingerprint the Gloo group
 // sends (collective_common.h), so a mismatch raises the same error on every rank.
 //
+// Note [MPI progress store]: MPI has no store, but the timeout diagnosis needs one for its
+// progress records (Note [Progress records] in progress_records.h), so the default group
+// makes one at init: rank 0 starts a TCPStore server on a free port (on loopback when every
+// rank runs on its host; otherwise on every interface, reached at MASTER_ADDR if set, else
+// at rank 0's host name), MPI broadcasts its address, and the other ranks connect. Each of
+// these exchanges is bounded by the timeout, as every collective is. Subgroups keep their
+// records under a prefix of the same store. The store is a side channel: when it cannot be
+// started or reached, every rank drops it (they agree through one more exchange) and a
+// timeout says that the records are unavailable and why, instead of naming ranks; init
+// itself never fails because of it.
+//
 // 16-bit floats are reduced through float32 (MPI has no bfloat16 type): the tensor is
 // widened, reduced with MPI's built-in operation, and rounded back once, as on Gloo.
 
@@ -43,6 +54,7 @@ ProcessGroupPtr make_mpi_subgroup(const ProcessGroupPtr&, const std::vector<int>
 #else
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <climits>
@@ -52,6 +64,8 @@ ProcessGroupPtr make_mpi_subgroup(const ProcessGroupPtr&, const std::vector<int>
 #include <tuple>
 
 #include "ember/distributed/collective_common.h"
+#include "ember/distributed/progress_records.h"
+#include "ember/distributed/store.h"
 #include "ember/ops/join.h"
 #include "ember/ops/pointwise.h"
 
@@ -186,6 +200,99 @@ MPI_Comm dup_comm(MPI_Comm comm, Clock::time_point deadline, const char* op, lon
   return out;
 }
 
+// The store a group keeps its progress records in (Note [MPI progress store]): null when
+// there is none, `unavailable` then saying why.
+struct SideChannel {
+  std::shared_ptr<Store> store;
+  std::string unavailable;
+};
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// Completes a collective on the buffers `keep` holds within timeout; otherwise keeps them
+// for good and throws: a rank that does not take part in init is missing, not the store.
+void complete_at_init(MPI_Request& req, milliseconds timeout, std::shared_ptr<void> keep, const char* op,
+                      const char* call) {
+  if (poll(&req, Clock::now() + timeout, op)) return;
+  keep_forever(std::move(keep));
+  EMBER_ERROR("[", op, "] the other ranks did not join within ", timeout.count(), " ms (", call,
+              " of the progress store's address); every rank must call ", op);
+}
+
+// The default group's progress store (Note [MPI progress store]), set up over comm.
+SideChannel make_side_channel(MPI_Comm comm, milliseconds timeout, const char* op) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  SideChannel sc;
+  if (size == 1) return sc;  // nothing to wait for, so nothing to diagnose
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0) std::strcpy(name, "?");
+  // Whether every rank runs on this host.
+  auto hosts = std::make_shared<std::vector<uint64_t>>(static_cast<size_t>(size) + 1);
+  (*hosts)[static_cast<size_t>(size)] = fnv1a(name);
+  MPI_Request req;
+  check_mpi(MPI_Iallgather(hosts->data() + size, 1, MPI_UINT64_T, hosts->data(), 1, MPI_UINT64_T, comm, &req), op,
+            "MPI_Iallgather");
+  complete_at_init(req, timeout, hosts, op, "MPI_Iallgather");
+  const bool one_host = std::all_of(hosts->begin(), hosts->end(), [&](uint64_t h) { return h == hosts->back(); });
+  // Rank 0 starts the server and broadcasts where it listens: "<port>|<host>", or
+  // "0|<why not>".
+  const char* master = std::getenv("MASTER_ADDR");
+  const std::string host = master && *master ? master : one_host ? "127.0.0.1" : name;
+  constexpr size_t kAddressBytes = 512;
+  auto address = std::make_shared<std::vector<char>>(kAddressBytes, '\0');
+  std::shared_ptr<TCPStore> store;
+  if (rank == 0) {
+    std::string text;
+    try {
+      store = std::make_shared<TCPStore>(host, 0, true, timeout);
+      text = std::to_string(store->port()) + "|" + host;
+    } catch (const std::exception& e) {
+      text = std::string("0|") + e.what();
+    }
+    std::memcpy(address->data(), text.data(), std::min(text.size(), kAddressBytes - 1));
+  }
+  check_mpi(MPI_Ibcast(address->data(), static_cast<int>(kAddressBytes), MPI_CHAR, 0, comm, &req), op, "MPI_Ibcast");
+  complete_at_init(req, timeout, address, op, "MPI_Ibcast");
+  const std::string text(address->data());
+  const auto bar = text.find('|');
+  const int port = std::atoi(text.c_str());
+  const std::string where = bar == std::string::npos ? "" : text.substr(bar + 1);
+  // Connecting gives up sooner than the group's (by default 30-minute) timeout: the store
+  // only serves the diagnosis.
+  const milliseconds connect_limit = std::min<milliseconds>(timeout, std::chrono::seconds(10));
+  bool ok = port > 0;
+  if (ok && rank != 0) {
+    try {
+      store = std::make_shared<TCPStore>(where, port, false, connect_limit);
+      store->set_timeout(timeout);
+    } catch (const std::exception&) {
+      ok = false;
+    }
+  }
+  // Every rank keeps the store, or none does: the first rank without it, or size.
+  auto first_failed = std::make_shared<std::pair<int, int>>(ok ? size : rank, size);
+  check_mpi(MPI_Iallreduce(&first_failed->first, &first_failed->second, 1, MPI_INT, MPI_MIN, comm, &req), op,
+            "MPI_Iallreduce");
+  complete_at_init(req, timeout + connect_limit, first_failed, op, "MPI_Iallreduce");
+  const int failed = first_failed->second;
+  if (failed == size) {
+    sc.store = std::move(store);
+  } else if (port <= 0) {
+    sc.unavailable = "rank 0 could not start a TCPStore for them: " + where;
+  } else {
+    sc.unavailable = "rank " + std::to_string(failed) + " could not connect to the TCPStore rank 0 started at " +
+                     where + ":" + std::to_string(port) + " within " + std::to_string(connect_limit.count()) +
+                     " ms; set MASTER_ADDR to an address of rank 0's host that every rank can reach";
+  }
+  return sc;
+}
+
 // A point-to-point operation, completed by wait().
 class MpiP2PWork : public Work {
  public:
@@ -269,14 +376,19 @@ class ProcessGroupMPI final : public ProcessGroup {
  public:
   // comm: this group's communicator (the group takes it and duplicates it for
   // point-to-point); split: for the default group, a communicator new_group splits.
-  ProcessGroupMPI(MPI_Comm comm, Options options, std::vector<int> ranks, const char* op)
-      : ProcessGroup(0, 1, std::move(options), std::move(ranks)), comm_(comm) {
+  // side: the default group's progress store (Note [MPI progress store]); this group's
+  // records go under `prefix` in it.
+  ProcessGroupMPI(MPI_Comm comm, Options options, std::vector<int> ranks, const char* op, SideChannel side,
+                  const std::string& prefix)
+      : ProcessGroup(0, 1, std::move(options), std::move(ranks)), comm_(comm), side_(std::move(side)) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     if (!env_flag("EMBER_DISTRIBUTED_CHECKS", true)) options_.check_collectives = false;
     const auto deadline = Clock::now() + options_.timeout;
     p2p_comm_ = dup_comm(comm_, deadline, op, options_.timeout.count());
     if (ranks_.empty()) split_comm_ = dup_comm(comm_, deadline, op, options_.timeout.count());
+    progress_ = std::make_unique<ProgressRecords>(
+        *this, side_.store ? std::make_shared<PrefixStore>(prefix, side_.store) : nullptr, side_.unavailable);
     worker_ = std::thread([this] { loop(); });
   }
 
@@ -287,6 +399,7 @@ class ProcessGroupMPI final : public ProcessGroup {
     }
     cv_.notify_all();
     if (worker_.joinable()) worker_.join();
+    progress_.reset();
     int finalized = 0;
     MPI_Finalized(&finalized);
     // A broken group may have operations in flight on its communicators: leave them.
@@ -300,6 +413,11 @@ class ProcessGroupMPI final : public ProcessGroup {
   std::string backend() const override { return "mpi"; }
   uint64_t sequence_number() const override { return seq_.load(); }
   MPI_Comm split_comm() const { return split_comm_; }
+  // The progress store of the next subgroup (every rank of the default group calls it
+  // once per new_group, members or not, so the numbering agrees).
+  std::pair<SideChannel, std::string> next_subgroup_side() {
+    return {side_, "mpi_group_" + std::to_string(++subgroups_made_)};
+  }
 
   // ---- collectives ----
 
@@ -665,10 +783,13 @@ class ProcessGroupMPI final : public ProcessGroup {
     if (keep) keep_forever(std::move(keep));
     const std::string what = "collective #" + std::to_string(task.fp.seq) + " " + describe(task.fp, *this);
     mark_broken(what + " timed out");
+    const std::string arrivals =
+        progress_->arrivals(task.fp.seq,
+                            ": every rank reached it by its progress record, so MPI did not finish it in time (a rank "
+                            "may be stuck inside MPI, or the timeout is too short for the data)");
     EMBER_ERROR("[", task.op, "] ", what, " did not complete within ", options_.timeout.count(), " ms on rank ",
-                global_rank(rank_), " (waiting for ", stage,
-                "): some rank of the group did not reach it, or is stuck before it. MPI cannot cancel a collective "
-                "in flight; the process group is unusable now");
+                global_rank(rank_), " (waiting for ", stage, ")", arrivals,
+                ". MPI cannot cancel a collective in flight; the process group is unusable now");
   }
 
   void mark_broken(const std::string& why) {
@@ -779,6 +900,7 @@ class ProcessGroupMPI final : public ProcessGroup {
 
   void run(Task& task) {
     check_usable(task.op.c_str());
+    progress_->started(task.fp);  // Note [Progress records] in progress_records.h
     // The timeout counts from when the collective starts running on this rank.
     task.deadline = Clock::now() + options_.timeout;
     if (options_.check_collectives && size_ > 1) {
@@ -794,6 +916,9 @@ class ProcessGroupMPI final : public ProcessGroup {
   }
 
   MPI_Comm comm_;
+  SideChannel side_;
+  int subgroups_made_ = 0;
+  std::unique_ptr<ProgressRecords> progress_;
   MPI_Comm p2p_comm_ = MPI_COMM_NULL;
   MPI_Comm split_comm_ = MPI_COMM_NULL;
   std::thread worker_;
@@ -813,7 +938,9 @@ ProcessGroupPtr make_mpi_world_group(ProcessGroup::Options options, const char* 
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   const auto deadline = Clock::now() + options.timeout;
   MPI_Comm comm = dup_comm(MPI_COMM_WORLD, deadline, op, options.timeout.count());
-  return std::make_shared<ProcessGroupMPI>(comm, std::move(options), std::vector<int>{}, op);
+  SideChannel side = make_side_channel(comm, options.timeout, op);
+  return std::make_shared<ProcessGroupMPI>(comm, std::move(options), std::vector<int>{}, op, std::move(side),
+                                           "default_pg");
 }
 
 ProcessGroupPtr make_mpi_subgroup(const ProcessGroupPtr& world, const std::vector<int>& ranks,
@@ -823,6 +950,7 @@ ProcessGroupPtr make_mpi_subgroup(const ProcessGroupPtr& world, const std::vecto
   EMBER_CHECK(w != nullptr && w->split_comm() != MPI_COMM_NULL, "[", op,
               "] an mpi subgroup needs the default group to be an mpi group");
   const int me = w->rank();
+  auto [side, prefix] = w->next_subgroup_side();
   const bool member = std::find(ranks.begin(), ranks.end(), me) != ranks.end();
   const auto deadline = Clock::now() + options.timeout;
   // Every rank first shows up (bounded), so the blocking split below cannot wait forever
@@ -846,7 +974,7 @@ ProcessGroupPtr make_mpi_subgroup(const ProcessGroupPtr& world, const std::vecto
   check_mpi(MPI_Comm_split(w->split_comm(), member ? 0 : MPI_UNDEFINED, me, &comm), op, "MPI_Comm_split");
   if (!member) return nullptr;
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-  return std::make_shared<ProcessGroupMPI>(comm, std::move(options), ranks, op);
+  return std::make_shared<ProcessGroupMPI>(comm, std::move(options), ranks, op, std::move(side), prefix);
 }
 
 }  // namespace ember::distributed::detail
