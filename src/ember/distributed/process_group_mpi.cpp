@@ -220,7 +220,7 @@ void complete_at_init(MPI_Request& req, milliseconds timeout, std::shared_ptr<vo
   if (poll(&req, Clock::now() + timeout, op)) return;
   keep_forever(std::move(keep));
   EMBER_ERROR("[", op, "] the other ranks did not join within ", timeout.count(), " ms (", call,
-              " of the progress store's address); every rank must call ", op);
+              " while setting up the progress store); every rank must call ", op);
 }
 
 // The default group's progress store (Note [MPI progress store]), set up over comm.
