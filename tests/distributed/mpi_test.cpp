@@ -3,8 +3,8 @@
 // collectives_test.cpp and ddp_test.cpp run unchanged on it (EMBER_TEST_BACKEND=mpi), plus
 // what is MPI's own: rank and size from mpirun, async operations of several kinds in
 // flight, point-to-point timeouts, disjoint subgroups, timeouts that name the missing rank
-// through the progress store (and say why not when that store cannot be reached). Every test skips, saying why, when
-// this build has no MPI support or mpirun is missing.
+// through the progress store (and say why not when that store cannot be reached). Every
+// test skips, saying why, when this build has no MPI support or mpirun is missing.
 
 #include <gtest/gtest.h>
 
