@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 
 #include "harness.h"
 
@@ -49,7 +50,7 @@ void keep(const Tensor &t) {
 int main_with_cases(int argc, char **argv, const std::vector<Case> &cases) {
   int threads = 2, reps = 0;
   std::string only;
-  bool list = false;
+  bool list = false, cpu_clock = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--list"))
       list = true;
@@ -59,8 +60,10 @@ int main_with_cases(int argc, char **argv, const std::vector<Case> &cases) {
       threads = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc)
       reps = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--cpu-clock"))
+      cpu_clock = true;
     else {
-      std::fprintf(stderr, "usage: %s --list | --case NAME [--threads N] [--reps N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s --list | --case NAME [--threads N] [--reps N] [--cpu-clock]\n", argv[0]);
       return 2;
     }
   }
@@ -88,11 +91,21 @@ int main_with_cases(int argc, char **argv, const std::vector<Case> &cases) {
   for (int w = 0; w < 2 || clock::now() < warm_until; ++w) {
     for (int i = 0; i < c.inner; ++i) work();
   }
+  // --cpu-clock times the process's CPU time instead of the wall clock: with --threads 1
+  // it stays meaningful on a machine busy with other work (development comparisons only;
+  // bench/run.py uses the wall clock).
+  auto cpu_ms = [] {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
+  };
   std::vector<double> ms;
   for (int r = 0; r < n; ++r) {
     const auto a = clock::now();
+    const double ca = cpu_clock ? cpu_ms() : 0.0;
     for (int i = 0; i < c.inner; ++i) work();
-    ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - a).count() / c.inner);
+    ms.push_back(cpu_clock ? (cpu_ms() - ca) / c.inner
+                           : std::chrono::duration<double, std::milli>(clock::now() - a).count() / c.inner);
   }
   std::sort(ms.begin(), ms.end());
   std::printf("library: %s, %d threads\n", library_name().c_str(), threads);

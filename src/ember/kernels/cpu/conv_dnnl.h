@@ -29,4 +29,10 @@ bool dnnl_conv_lowp_weight_grad(DType dt, float* dw, const void* x, const void* 
 bool dnnl_conv_enabled();
 void set_dnnl_conv_enabled(bool enabled);
 
+// Whether float32 3x3 stride-1 convolutions use oneDNN's Winograd kernels where it has them
+// (default: yes, unless EMBER_CONV_IMPL is "direct" or "im2col"; Note [Winograd convolution]
+// in conv_dnnl.cpp). Tests switch it to compare with the direct kernels.
+bool dnnl_winograd_enabled();
+void set_dnnl_winograd_enabled(bool enabled);
+
 }  // namespace ember::kernels::cpu

@@ -139,19 +139,6 @@ void row_moments(const T* x, int64_t n, double& mean, double& var) {
   }
 }
 
-// sum(g) and sum(g * (x - mean)) of a layer-norm row.
-template <typename T>
-void row_grad_sums(const T* g, const T* x, int64_t n, double mean, double& sg, double& sgx) {
-  if constexpr (std::is_same_v<T, float>) {
-    const float m = static_cast<float>(mean);
-    sg = float_lane_sum(n, [g](int64_t i) { return g[i]; });
-    sgx = float_lane_sum(n, [g, x, m](int64_t i) { return g[i] * (x[i] - m); });
-  } else {
-    sg = sgx = 0;
-    grad_sums_run(g, x, n, mean, sg, sgx);
-  }
-}
-
 // y = x * scale + shift over [0, n).
 template <typename T>
 void affine_run(T* y, const T* x, int64_t n, T scale, T shift) {
@@ -312,6 +299,82 @@ void ln_forward(const Tensor& out, const Tensor& mean_t, const Tensor& rstd_t, c
   });
 }
 
+// Note [Fused layer-norm backward]: a float row's backward used to pass over the row six
+// times (the weight and bias partials, g * w, sum(g * w), sum(g * w * (x - mean)), dx);
+// each pass is cheap while the row sits in L1, but together they cost twice the forward.
+// One pass now reads g and x once, updates both partials, stores g * w for the dx pass and
+// accumulates the two sums in float_lane_sum's lanes and blocks (the same positions, the
+// same order), so the results are the bits the separate passes gave; the second pass
+// writes dx. The flags are template parameters so every variant vectorises.
+// Adds one run of kLanes (or fewer, at a row's end) of the fused backward to a1/a2.
+template <bool kW, bool kPW, bool kPB, int64_t kLanes>
+inline void ln_row_sums_run(const float* __restrict g, const float* __restrict x, const float* __restrict w,
+                            float* __restrict gw, float* __restrict pw, float* __restrict pb, int64_t count, float m,
+                            float tr, float tshift, float* __restrict a1, float* __restrict a2) {
+  for (int64_t k = 0; k < (kLanes > 0 ? kLanes : count); ++k) {
+    const float gv = g[k];
+    const float xv = x[k];
+    if constexpr (kPW) pw[k] += gv * (xv * tr + tshift);
+    if constexpr (kPB) pb[k] += gv;
+    float gwv = gv;
+    if constexpr (kW) {
+      gwv = gv * w[k];
+      gw[k] = gwv;
+    }
+    a1[k] += gwv;
+    a2[k] += gwv * (xv - m);
+  }
+}
+
+template <bool kW, bool kPW, bool kPB>
+void ln_row_sums_f32(const float* g, const float* x, const float* w, float* gw, float* pw, float* pb, int64_t n,
+                     float m, float tr, float tshift, double& s1, double& s2) {
+  constexpr int64_t kBlock = 256, kLanes = 32;
+  auto fold = [](float* acc) {
+    for (int64_t v = kLanes / 2; v >= 1; v /= 2) {
+      for (int64_t k = 0; k < v; ++k) acc[k] += acc[k + v];
+    }
+    return static_cast<double>(acc[0]);
+  };
+  // Offsets into the optional arrays stay null when the array is absent.
+  auto at = [](auto* p, int64_t i) { return p ? p + i : p; };
+  double t1 = 0, t2 = 0;
+  int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock) {
+    float a1[kLanes] = {}, a2[kLanes] = {};
+    for (int64_t j = i; j < i + kBlock; j += kLanes) {
+      ln_row_sums_run<kW, kPW, kPB, kLanes>(g + j, x + j, at(w, j), at(gw, j), at(pw, j), at(pb, j), kLanes, m, tr,
+                                            tshift, a1, a2);
+    }
+    t1 += fold(a1);
+    t2 += fold(a2);
+  }
+  if (i < n) {
+    float a1[kLanes] = {}, a2[kLanes] = {};
+    for (; i + kLanes <= n; i += kLanes) {
+      ln_row_sums_run<kW, kPW, kPB, kLanes>(g + i, x + i, at(w, i), at(gw, i), at(pw, i), at(pb, i), kLanes, m, tr,
+                                            tshift, a1, a2);
+    }
+    ln_row_sums_run<kW, kPW, kPB, 0>(g + i, x + i, at(w, i), at(gw, i), at(pw, i), at(pb, i), n - i, m, tr, tshift,
+                                     a1, a2);
+    t1 += fold(a1);
+    t2 += fold(a2);
+  }
+  s1 = t1;
+  s2 = t2;
+}
+
+using LnRowSumsF32 = void (*)(const float*, const float*, const float*, float*, float*, float*, int64_t, float, float,
+                              float, double&, double&);
+
+LnRowSumsF32 pick_ln_row_sums(bool has_w, bool has_pw, bool has_pb) {
+  static constexpr LnRowSumsF32 table[8] = {
+      ln_row_sums_f32<false, false, false>, ln_row_sums_f32<false, false, true>, ln_row_sums_f32<false, true, false>,
+      ln_row_sums_f32<false, true, true>,   ln_row_sums_f32<true, false, false>, ln_row_sums_f32<true, false, true>,
+      ln_row_sums_f32<true, true, false>,   ln_row_sums_f32<true, true, true>};
+  return table[(has_w ? 4 : 0) + (has_pw ? 2 : 0) + (has_pb ? 1 : 0)];
+}
+
 template <typename T>
 void ln_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
                  const Tensor& grad_out, const Tensor& input, const Tensor& mean_t, const Tensor& rstd_t,
@@ -343,20 +406,27 @@ void ln_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tens
       const double mean = static_cast<double>(mean_p[r]);
       const double rstd = static_cast<double>(rstd_p[r]);
       const T tr = static_cast<T>(rstd), tshift = static_cast<T>(-mean * rstd);
-      if (pw) {
-        for (int64_t j = 0; j < cols; ++j) pw[j] += gr[j] * (xr[j] * tr + tshift);
+      const T* gwr = w ? gw.data() : gr;
+      double s1 = 0, s2 = 0;
+      if constexpr (std::is_same_v<T, float>) {
+        if (!dx && !pw && !pb) continue;
+        // Note [Fused layer-norm backward]
+        pick_ln_row_sums(w != nullptr, pw != nullptr, pb != nullptr)(gr, xr, w, gw.data(), pw, pb, cols,
+                                                                    static_cast<float>(mean), tr, tshift, s1, s2);
+        if (!dx) continue;
+      } else {
+        if (pw) {
+          for (int64_t j = 0; j < cols; ++j) pw[j] += gr[j] * (xr[j] * tr + tshift);
+        }
+        if (pb) {
+          for (int64_t j = 0; j < cols; ++j) pb[j] += gr[j];
+        }
+        if (!dx) continue;
+        if (w) {
+          for (int64_t j = 0; j < cols; ++j) gw[static_cast<size_t>(j)] = gr[j] * w[j];
+        }
+        grad_sums_run(gwr, xr, cols, mean, s1, s2);
       }
-      if (pb) {
-        for (int64_t j = 0; j < cols; ++j) pb[j] += gr[j];
-      }
-      if (!dx) continue;
-      const T* gwr = gr;
-      if (w) {
-        for (int64_t j = 0; j < cols; ++j) gw[static_cast<size_t>(j)] = gr[j] * w[j];
-        gwr = gw.data();
-      }
-      double s1, s2;
-      row_grad_sums(gwr, xr, cols, mean, s1, s2);
       // dx = rstd * (gw - mean(gw) - xhat * mean(gw * xhat)) = gw*rstd + x*bx + k.
       const double n = static_cast<double>(cols);
       const double bx = -rstd * rstd * rstd * s2 / n;
