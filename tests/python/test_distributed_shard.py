@@ -255,3 +255,24 @@ def test_loading_a_missing_checkpoint_names_it(tmp_path):
     with pytest.raises(RuntimeError) as e:
         dcp.load_state_dict({"w": ember.zeros(2)}, dcp.FileSystemReader(missing))
     assert str(e.value) == msg
+
+
+def test_sharded_example_runs(tmp_path):
+    """examples/python/distributed_sharded.py (docs/distributed.md) on 2 ranks."""
+    script = os.path.join(os.path.dirname(os.path.dirname(HERE)), "examples", "python", "distributed_sharded.py")
+    env = dict(os.environ, OMP_NUM_THREADS="1", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE="2")
+    procs = [subprocess.Popen([sys.executable, script, "--ckpt", str(tmp_path / "ckpt")], env=dict(env, RANK=str(r)),
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+             for r in range(2)]
+    try:
+        outs = [p.communicate(timeout=90)[0] for p in procs]
+    except subprocess.TimeoutExpired:
+        for p in procs:
+            p.kill()
+        pytest.fail("the example did not finish within 90 s")
+    assert all(p.returncode == 0 for p in procs), "\n".join(outs)
+    lines = outs[0].splitlines()
+    assert lines[0].startswith("fsdp: loss ") and "parameters held here 836 B of 1672 B" in lines[0], outs[0]
+    assert float(lines[0].split()[2].rstrip(";")) < 0.3, outs[0]  # it learned (chance: 0.69)
+    assert "4 consolidated" in lines[1], outs[0]
+    assert lines[2].startswith("checkpoint equals the trained model: True"), outs[0]
