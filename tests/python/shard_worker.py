@@ -83,6 +83,7 @@ def zero(rank, world, out, info):
         opt.step()
     for k, v in model.state_dict().items():
         out["zero." + k] = arr(v)
+    info["local_state_bytes"] = opt.local_state_bytes()
     try:
         opt.state_dict()
     except RuntimeError as e:
@@ -176,11 +177,35 @@ def fsdp_load(rank, world, out, info):
     dist.destroy_process_group()
 
 
+def zero_load(rank, world, out, info):
+    """Loads the 2-rank ZeRO checkpoint of `zero` with this world size and steps once more."""
+    dist.init_process_group("gloo")
+    model = model_for(60 + rank)
+    ddp = nn.parallel.DistributedDataParallel(model)
+    opt = ZeroRedundancyOptimizer(ddp.parameters(), optimizer_class=ember.optim.Adam, lr=0.5)
+    dcp.load_sharded(os.environ["CKPT"], model, opt)
+    info["lr"] = [opt.param_groups[0]["lr"], opt.optim.param_groups[0]["lr"]]
+    info["local_params"] = len(opt.optim.state)
+    for k, v in model.state_dict().items():
+        out["loaded." + k] = arr(v)
+    opt.consolidate_state_dict(to=0)
+    if rank == 0:
+        for i, st in opt.state_dict()["state"].items():
+            out[f"state.{i}.exp_avg"] = arr(st["exp_avg"])
+    xs, ys = share(rank, world)
+    opt.zero_grad()
+    F.cross_entropy(ddp(xs), ys).backward()
+    opt.step()
+    for k, v in model.state_dict().items():
+        out["next." + k] = arr(v)
+    dist.destroy_process_group()
+
+
 def main():
     scenario, outdir = sys.argv[1], sys.argv[2]
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     out, info = {}, {}
-    {"zero": zero, "fsdp": fsdp, "fsdp_load": fsdp_load}[scenario](rank, world, out, info)
+    {"zero": zero, "zero_load": zero_load, "fsdp": fsdp, "fsdp_load": fsdp_load}[scenario](rank, world, out, info)
     path = os.path.join(outdir, f"rank{rank}")
     np.savez(path + ".npz", **out)
     with open(path + ".json", "w") as f:

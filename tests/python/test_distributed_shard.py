@@ -91,6 +91,9 @@ def test_zero_partition_follows_the_cpp_rule(zero):
     assert i0["partition"] == [[[[7], [6, 7], [6]]], [[[7, 5], [3, 6], [3]]]]
     assert i1["partition"] == i0["partition"]
     assert i0["local_params"] == 3 and i1["local_params"] == 3
+    # Adam's exp_avg and exp_avg_sq for 55 and 56 elements, and a float step per parameter
+    assert i0["local_state_bytes"] == 2 * 55 * 4 + 3 * 4
+    assert i1["local_state_bytes"] == 2 * 56 * 4 + 3 * 4
 
 
 def test_zero_consolidated_state_dict(zero):
@@ -125,6 +128,22 @@ def test_zero_checkpoint_loads_in_one_process(zero):
     opt.load_state_dict(optim)
     assert opt.param_groups[0]["lr"] == shard_worker.LR and opt.param_groups[0]["betas"] == (0.9, 0.999)
     np.testing.assert_array_equal(m.fc2.weight.detach().numpy(), r0["zero.fc2.weight"])
+
+
+def test_zero_checkpoint_of_2_ranks_loads_in_3(zero, tmp_path_factory):
+    (saved, _), _ = zero[0]
+    d = tmp_path_factory.mktemp("zero3")
+    ranks = launch("zero_load", 3, d, env={"CKPT": zero[1]})
+    ref = reference(shard_worker.STEPS + 1)
+    for arrays, info in ranks:
+        assert info["lr"] == [shard_worker.LR, shard_worker.LR]  # the saved options replace lr=0.5
+        for k in PARAMS:
+            np.testing.assert_array_equal(arrays["loaded." + k], saved["zero." + k])
+            # one more step with 3 ranks equals the reference's 4th
+            np.testing.assert_allclose(arrays["next." + k], ref["ref." + k], rtol=0, atol=1e-6)
+    assert sum(info["local_params"] for _, info in ranks) == 6  # each parameter's state on one rank
+    for i in range(6):
+        np.testing.assert_array_equal(ranks[0][0][f"state.{i}.exp_avg"], saved[f"state.{i}.exp_avg"])
 
 
 # ---------------------------------------------------------------- FSDP, 2 ranks, then 3

@@ -113,6 +113,11 @@ class ZeroRedundancyOptimizer(Optimizer):
                              "parameters")
         return r
 
+    def local_state_bytes(self):
+        """Bytes of optimizer state held on this rank (the wrapped optimizer's state tensors)."""
+        return sum(v.numel() * v.element_size() for st in self.optim.state.values() for v in st.values()
+                   if isinstance(v, _C.Tensor))
+
     # ---- the optimizer API ----
     def add_param_group(self, param_group):
         super().add_param_group(param_group)
