@@ -77,5 +77,7 @@ void init_nn_modules(py::module_& m);
 void init_guards(py::module_& m);
 void init_amp(py::module_& m);
 void init_distributed(py::module_& m);
+// FSDP over Python modules and sharded checkpoints, into ember._C._distributed (distributed_shard.cpp).
+void init_distributed_shard(py::module_& d);
 
 }  // namespace ember::python

@@ -331,6 +331,7 @@ void init_distributed(py::module_& m) {
   bind_groups(d);
   bind_collectives(d);
   bind_reducer(d);
+  init_distributed_shard(d);
 #else
   d.attr("available") = false;
 #endif

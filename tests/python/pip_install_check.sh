@@ -16,6 +16,7 @@ import sys
 venv = sys.argv[1]
 import ember
 assert ember.__file__.startswith(venv), ember.__file__
+import ember.distributed.checkpoint, ember.distributed.fsdp, ember.distributed.optim  # the subpackages are installed
 x = ember.arange(6, dtype=ember.float32).reshape(2, 3)
 assert (x @ x.t()).tolist() == [[5.0, 14.0], [14.0, 50.0]]
 maps = open("/proc/self/maps").read()

@@ -1,0 +1,3 @@
+"""ember.distributed.optim: optimizers for data-parallel training (torch.distributed.optim)."""
+
+from .zero_redundancy_optimizer import ZeroRedundancyOptimizer  # noqa: F401
