@@ -341,7 +341,7 @@ void FullyShardedDataParallelImpl::on_grad_ready(size_t k) {
   const int world = group_->size();
   // Without mixed precision, or under no_sync (Note [FSDP no_sync]), the gradients are
   // flattened in the shard's dtype; otherwise straight into reduce_dtype.
-  const bool accumulate = !sync_this_iteration_;
+  const bool accumulate = !require_sync_;  // read during backward, as torch's FSDP does
   const DType reduce_dtype = options_.mixed_precision && options_.mixed_precision->reduce_dtype
                                  ? *options_.mixed_precision->reduce_dtype
                                  : u.compute_dtype;
@@ -425,7 +425,6 @@ void FullyShardedDataParallelImpl::prepare_forward() {
   check_previous_iteration();
   if (!forward_order_.empty()) previous_forward_order_ = std::move(forward_order_);
   forward_order_.clear();
-  sync_this_iteration_ = require_sync_;
   // The root unit is gathered for the whole forward and backward.
   for (auto& u : units_) {
     if (u->path.empty()) {

@@ -56,13 +56,13 @@
 // a time. Every rank issues the same collectives in the same order (the orders come from
 // the model, not from timing).
 //
-// Note [FSDP no_sync]: while a NoSync (no_sync()) is alive, a backward whose forward ran
-// under it does not reduce: each unit adds its full gradients, in the shards' dtype, to an
-// unsharded per-unit sum kept by the wrapper and frees its parameters as usual. The first
-// backward after that adds the sum to its own gradients before the reduce-scatter, so
-// `_flat_param.grad` receives the average over ranks of every micro-batch's gradient, as
-// with DDP's no_sync. The sums cost the unsharded model's gradient bytes until then
-// (memory_stats().accumulated_gradient_bytes).
+// Note [FSDP no_sync]: a backward that runs while a NoSync (no_sync()) is alive does not
+// reduce (torch's FSDP decides at backward time, as here; DDP at forward time): each unit
+// adds its full gradients, in the shards' dtype, to an unsharded per-unit sum kept by the
+// wrapper and frees its parameters as usual. The first backward outside it adds the sum to
+// its own gradients before the reduce-scatter, so `_flat_param.grad` receives the average
+// over ranks of every micro-batch's gradient, as with DDP's no_sync. The sums cost the
+// unsharded model's gradient bytes until then (memory_stats().accumulated_gradient_bytes).
 
 #include <cstdint>
 #include <functional>
@@ -156,8 +156,8 @@ class FullyShardedDataParallelImpl : public Module {
   const std::shared_ptr<Module>& module() const { return module_; }
   const distributed::ProcessGroupPtr& process_group() const { return group_; }
 
-  // While a NoSync is alive, backward passes whose forward ran under it accumulate
-  // unsharded gradients instead of reduce-scattering them (Note [FSDP no_sync]).
+  // While a NoSync is alive, backward passes accumulate unsharded gradients instead of
+  // reduce-scattering them (Note [FSDP no_sync]).
   class NoSync {
    public:
     explicit NoSync(FullyShardedDataParallelImpl& fsdp) : fsdp_(&fsdp), previous_(fsdp.require_sync_) {
@@ -243,8 +243,7 @@ class FullyShardedDataParallelImpl : public Module {
   // Units in the order their forward started, this iteration and the last (root excluded).
   std::vector<size_t> forward_order_, previous_forward_order_;
   int64_t prefetch_count_ = 0;
-  bool require_sync_ = true;         // no_sync() clears it
-  bool sync_this_iteration_ = true;  // require_sync_ when the forward began
+  bool require_sync_ = true;  // no_sync() clears it
 };
 EMBER_MODULE(FullyShardedDataParallel);
 
