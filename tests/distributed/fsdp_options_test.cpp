@@ -378,3 +378,14 @@ TEST(FullyShardedDataParallel, NoSyncAccumulationTwoRanks) {
   ASSERT_TRUE(r.all_ok()) << r.dump();
   std::cout << r.ranks[0].output;
 }
+
+// The same scenarios on the MPI backend (its async collectives carry the prefetches).
+TEST(FullyShardedDataParallel, MixedPrecisionPrefetchNoSyncOnMPI) {
+  const std::string why = dist_test::mpi_skip_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  for (const auto& [scenario, ranks] :
+       {std::pair{"fsdp_mixed_precision", 2}, std::pair{"fsdp_prefetch", 3}, std::pair{"fsdp_no_sync", 2}}) {
+    auto r = dist_test::run_mpi(scenario, ranks, 120);
+    ASSERT_TRUE(r.all_ok()) << scenario << "\n" << r.dump();
+  }
+}
