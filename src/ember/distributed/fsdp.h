@@ -94,7 +94,7 @@ enum class ShardingStrategy {
 // (torch.distributed.fsdp.MixedPrecision; Note [FSDP mixed precision]). Unset: unchanged.
 struct MixedPrecision {
   std::optional<DType> param_dtype = std::nullopt;   // gathered parameters, forward and backward compute
-  std::optional<DType> reduce_dtype = std::nullopt;  // the reduce-scatter (unset: param_dtype)
+  std::optional<DType> reduce_dtype = std::nullopt;  // the reduce-scatter (unset: the gathered dtype)
   std::optional<DType> buffer_dtype = std::nullopt;  // floating-point buffers, cast at construction
 };
 
