@@ -5,9 +5,14 @@
 //   build/tools/ember-run --standalone --nproc-per-node 2 build/examples/sharded_training --mode fsdp --epochs 1
 //   build/tools/ember-run --standalone --nproc-per-node 3 build/examples/sharded_training --mode fsdp --epochs 2
 //   --resume
+//   build/tools/ember-run --standalone --nproc-per-node 2 build/examples/sharded_training --mode fsdp --epochs 1
+//   --bf16 --prefetch --accumulate 2
 //
 // Flags: --mode zero|fsdp, --epochs N, --limit N (training images), --batch-size B (per
-// rank), --lr, --out DIR, --resume, --min-accuracy A (exit 3 below it).
+// rank), --lr, --out DIR, --resume, --min-accuracy A (exit 3 below it). FSDP only: --bf16
+// (MixedPrecision: bf16 parameters, reduction and buffers; float32 shards and Adam),
+// --prefetch (BACKWARD_PRE and forward_prefetch), --accumulate K (each batch as K
+// micro-batches, all but the last under no_sync).
 
 #include <cstdlib>
 #include <filesystem>
@@ -30,7 +35,8 @@ int main(int argc, char** argv) {
   std::string mode = "fsdp", out = "sharded_training_out", data_dir = "/usr/share/datasets/fashion-mnist";
   int64_t epochs = 1, limit = 8000, batch_size = 64;
   double lr = 1e-3, min_accuracy = 0;
-  bool resume = false;
+  bool resume = false, bf16 = false, prefetch = false;
+  int64_t accumulate = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -58,6 +64,12 @@ int main(int argc, char** argv) {
       resume = true;
     else if (a == "--min-accuracy")
       min_accuracy = std::stod(next());
+    else if (a == "--bf16")
+      bf16 = true;
+    else if (a == "--prefetch")
+      prefetch = true;
+    else if (a == "--accumulate")
+      accumulate = std::stoll(next());
     else {
       std::cerr << "unknown flag " << a << "\n";
       return 2;
@@ -65,6 +77,14 @@ int main(int argc, char** argv) {
   }
   if (mode != "zero" && mode != "fsdp") {
     std::cerr << "--mode must be zero or fsdp\n";
+    return 2;
+  }
+  if (mode != "fsdp" && (bf16 || prefetch || accumulate != 1)) {
+    std::cerr << "--bf16, --prefetch and --accumulate need --mode fsdp\n";
+    return 2;
+  }
+  if (accumulate < 1 || accumulate > batch_size) {
+    std::cerr << "--accumulate must be between 1 and the batch size\n";
     return 2;
   }
   dist::init_process_group();
@@ -97,11 +117,21 @@ int main(int argc, char** argv) {
     zero = std::make_unique<dist::ZeroRedundancyOptimizer>(model->parameters(), dist::optimizer_class<optim::Adam>,
                                                            optim::AdamOptions(lr));
   } else {
-    fsdp = std::make_shared<nn::parallel::FullyShardedDataParallelImpl>(model.ptr());
+    nn::parallel::FSDPOptions options;
+    if (bf16) {
+      options.mixed_precision = nn::parallel::MixedPrecision{
+          .param_dtype = ember::kBFloat16, .reduce_dtype = ember::kBFloat16, .buffer_dtype = ember::kBFloat16};
+    }
+    if (prefetch) {
+      options.backward_prefetch = nn::parallel::BackwardPrefetch::BACKWARD_PRE;
+      options.forward_prefetch = true;
+    }
+    fsdp = std::make_shared<nn::parallel::FullyShardedDataParallelImpl>(model.ptr(), options);
     adam = std::make_unique<optim::Adam>(fsdp->parameters(), optim::AdamOptions(lr));
   }
   optim::Optimizer& opt = zero ? static_cast<optim::Optimizer&>(*zero) : *adam;
-  auto forward = [&](const ember::Tensor& x) { return fsdp ? fsdp->forward(x) : ddp->forward(x); };
+  // bf16 logits come back as float32 for the loss and the accuracy.
+  auto forward = [&](const ember::Tensor& x) { return fsdp ? fsdp->forward(x).to(ember::kFloat32) : ddp->forward(x); };
 
   const std::string ckpt = (std::filesystem::path(out) / "checkpoint").string();
   int64_t first_epoch = 1;
@@ -129,10 +159,26 @@ int main(int argc, char** argv) {
     int64_t steps = 0;
     for (data::Example& batch : loader) {
       opt.zero_grad();
-      ember::Tensor loss = nn::functional::cross_entropy(forward(batch.data), batch.target);
-      loss.backward();
+      // K micro-batches: the first K-1 accumulate unsharded gradients under no_sync, the
+      // last reduce-scatters their sum with its own (each loss weighted by its rows).
+      const int64_t rows = batch.data.size(0), k = std::min(accumulate, rows);
+      double batch_loss = 0;
+      for (int64_t m = 0, begin = 0; m < k; ++m) {
+        const int64_t n = rows / k + (m < rows % k ? 1 : 0);
+        ember::Tensor loss =
+            nn::functional::cross_entropy(forward(batch.data.narrow(0, begin, n)), batch.target.narrow(0, begin, n)) *
+            (static_cast<double>(n) / static_cast<double>(rows));
+        if (m + 1 < k) {
+          auto no_sync = fsdp->no_sync();
+          loss.backward();
+        } else {
+          loss.backward();
+        }
+        batch_loss += loss.item<double>();
+        begin += n;
+      }
       opt.step();
-      loss_sum += loss.item<double>();
+      loss_sum += batch_loss;
       ++steps;
     }
     // Every rank evaluates through its wrapper (FSDP gathers each layer in turn).

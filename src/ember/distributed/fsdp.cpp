@@ -52,16 +52,20 @@ struct FullyShardedDataParallelImpl::Unit {
   std::vector<Tensor> placeholders;
   std::vector<int64_t> offsets, numels;
   int64_t numel = 0, padded = 0, shard_size = 0;
-  DType dtype = kFloat32;
+  DType dtype = kFloat32;          // the shard's (the parameters' before wrapping)
+  DType compute_dtype = kFloat32;  // the full buffer's: mixed_precision's param_dtype, else dtype
   bool trainable = true;
-  Tensor full;   // [padded]; memory only while gathered
-  Tensor shard;  // the _flat_param leaf: elements [rank * shard_size, (rank + 1) * shard_size)
-  bool gathered = false;
-  bool used = false;     // its forward ran since the last prepare_forward
-  bool reduced = false;  // its gradients were reduced since then
+  Tensor full;                // [padded], compute_dtype; memory only while gathered
+  Tensor shard;               // the _flat_param leaf: elements [rank * shard_size, (rank + 1) * shard_size)
+  bool gathered = false;      // full has memory; its contents are final once gather_work is null
+  dist::WorkPtr gather_work;  // a prefetch in flight (Note [FSDP prefetch])
+  Tensor gather_input;        // what it sends, alive until it finishes
+  Tensor accumulated;         // no_sync's sum of full gradients, dtype [padded] (Note [FSDP no_sync])
+  bool used = false;          // its forward ran since the last prepare_forward
+  bool reduced = false;       // its gradients were reduced (or accumulated under no_sync) since then
   size_t pending = 0;
   std::vector<uint8_t> ready;
-  int64_t bytes() const { return padded * static_cast<int64_t>(element_size(dtype)); }
+  int64_t bytes() const { return padded * static_cast<int64_t>(element_size(compute_dtype)); }
 };
 
 FullyShardedDataParallelImpl::FullyShardedDataParallelImpl(std::shared_ptr<Module> module, FSDPOptions options)
@@ -71,11 +75,32 @@ FullyShardedDataParallelImpl::FullyShardedDataParallelImpl(std::shared_ptr<Modul
   register_module("_fsdp_wrapped_module", module_);
   const int world = group_->size();
   const int rank = group_->rank();
+  if (options_.mixed_precision) {
+    const MixedPrecision& mp = *options_.mixed_precision;
+    for (const auto& [field, dt] :
+         {std::pair{"param_dtype", mp.param_dtype}, std::pair{"reduce_dtype", mp.reduce_dtype},
+          std::pair{"buffer_dtype", mp.buffer_dtype}}) {
+      EMBER_CHECK(!dt || is_floating_point(*dt), "[", kName, "] MixedPrecision.", field,
+                  " must be a floating-point dtype, got ", *dt,
+                  "; use kBFloat16, kFloat16 or kFloat32, or leave it unset");
+    }
+    mixed_params_ = mp.param_dtype.has_value();
+  }
 
   if (options_.sync_module_states) {
     NoGradGuard ng;
     for (const auto& item : module_->named_parameters()) dist::broadcast(item.value(), group_->global_rank(0), group_);
     for (const auto& item : module_->named_buffers()) dist::broadcast(item.value(), group_->global_rank(0), group_);
+  }
+  if (options_.mixed_precision && options_.mixed_precision->buffer_dtype) {
+    NoGradGuard ng;
+    const DType bt = *options_.mixed_precision->buffer_dtype;
+    for (const auto& item : module_->named_buffers()) {
+      const Tensor& b = item.value();
+      if (!b.is_floating_point() || b.dtype() == bt) continue;
+      buffer_dtypes_.emplace_back(item.key(), b.dtype());
+      b.set_data(b.to(bt));
+    }
   }
 
   for (const auto& item : module_->state_dict()) state_keys_.push_back(item.key());
@@ -137,6 +162,7 @@ FullyShardedDataParallelImpl::FullyShardedDataParallelImpl(std::shared_ptr<Modul
   for (size_t k = 0; k < units_.size(); ++k) {
     Unit& u = *units_[k];
     u.dtype = u.params[0].dtype();
+    u.compute_dtype = mixed_params_ ? *options_.mixed_precision->param_dtype : u.dtype;
     u.trainable = u.params[0].requires_grad();
     for (size_t i = 0; i < u.params.size(); ++i) {
       const Tensor& p = u.params[i];
@@ -153,14 +179,15 @@ FullyShardedDataParallelImpl::FullyShardedDataParallelImpl(std::shared_ptr<Modul
     }
     u.shard_size = (u.numel + world - 1) / world;
     u.padded = u.shard_size * world;
-    u.full = zeros({u.padded}, TensorOptions(u.dtype));
+    Tensor flat = zeros({u.padded}, TensorOptions(u.dtype));
+    for (size_t i = 0; i < u.params.size(); ++i)
+      flat.narrow(0, u.offsets[i], u.numels[i]).copy_(u.params[i].detach().reshape({-1}));
+    u.shard = flat.narrow(0, rank * u.shard_size, u.shard_size).clone();
+    u.full = u.compute_dtype == u.dtype ? flat : flat.to(u.compute_dtype);
     for (size_t i = 0; i < u.params.size(); ++i) {
-      Tensor v = u.full.narrow(0, u.offsets[i], u.numels[i]).view(u.params[i].sizes());
-      v.copy_(u.params[i].detach());
-      u.views.push_back(v);
-      u.placeholders.push_back(empty({0}, TensorOptions(u.dtype)));
+      u.views.push_back(u.full.narrow(0, u.offsets[i], u.numels[i]).view(u.params[i].sizes()));
+      u.placeholders.push_back(empty({0}, TensorOptions(u.compute_dtype)));
     }
-    u.shard = u.full.narrow(0, rank * u.shard_size, u.shard_size).clone();
     u.shard.requires_grad_(u.trainable);
     for (size_t i = 0; i < u.params.size(); ++i) {
       const Owner& o = owner.at(u.params[i].impl());
@@ -183,11 +210,16 @@ FullyShardedDataParallelImpl::FullyShardedDataParallelImpl(std::shared_ptr<Modul
       }
     }
     if (!u.path.empty()) {
-      hooks_.push_back(u.module->register_forward_pre_hook([this, k](Module&, const TensorList&) {
+      hooks_.push_back(u.module->register_forward_pre_hook([this, k](Module&, const TensorList& inputs) {
         Unit& unit = *units_[k];
         gather(unit);
         unit.used = true;
-        return std::optional<TensorList>();
+        prefetch_forward(k);
+        forward_order_.push_back(k);
+        if (!mixed_params_) return std::optional<TensorList>();
+        TensorList cast;
+        for (const Tensor& t : inputs) cast.push_back(cast_input(t));
+        return std::optional<TensorList>(std::move(cast));
       }));
       hooks_.push_back(
           u.module->register_forward_hook([this, k](Module&, const TensorList&, const TensorList& outputs) {
@@ -206,24 +238,83 @@ FullyShardedDataParallelImpl::FullyShardedDataParallelImpl(std::shared_ptr<Modul
 
 FullyShardedDataParallelImpl::~FullyShardedDataParallelImpl() {
   for (auto& h : hooks_) h.remove();
+  for (auto& u : units_) {
+    if (!u->gather_work) continue;
+    try {
+      u->gather_work->wait();  // it writes into u->full
+    } catch (const std::exception&) {
+      // The group failed; the error was or will be reported by the next collective.
+    }
+  }
 }
 
 void FullyShardedDataParallelImpl::gather(Unit& u) {
+  start_gather(u, /*async=*/false);
+  complete_gather(u);
+}
+
+void FullyShardedDataParallelImpl::start_gather(Unit& u, bool async) {
   if (u.gathered) return;
+  NoGradGuard ng;
   allocate_storage(u.full, static_cast<size_t>(u.bytes()));
+  // Mixed precision: each rank casts its own shard, so the all-gather moves param_dtype.
+  // An async gather sends a copy: the shard may change (an optimizer step) before it runs.
+  Tensor mine = u.shard.detach().to(u.compute_dtype, /*copy=*/async);
   if (group_->size() == 1) {
-    std::memcpy(u.full.data_ptr(), u.shard.data_ptr(), static_cast<size_t>(u.bytes()));
+    std::memcpy(u.full.data_ptr(), mine.data_ptr(), static_cast<size_t>(u.bytes()));
+  } else if (async) {
+    ++prefetch_count_;
+    u.gather_input = mine;
+    u.gather_work = dist::all_gather_into_tensor(u.full, mine, group_, /*async_op=*/true);
   } else {
-    dist::all_gather_into_tensor(u.full, u.shard.detach(), group_);
+    dist::all_gather_into_tensor(u.full, mine, group_);
   }
-  for (size_t i = 0; i < u.params.size(); ++i) u.params[i].set_data(u.views[i]);
   u.gathered = true;
   gathered_bytes_ += u.bytes();
   peak_gathered_bytes_ = std::max(peak_gathered_bytes_, gathered_bytes_);
+  if (!u.gather_work) {
+    for (size_t i = 0; i < u.params.size(); ++i) u.params[i].set_data(u.views[i]);
+  }
+}
+
+void FullyShardedDataParallelImpl::complete_gather(Unit& u) {
+  if (!u.gather_work) return;
+  dist::WorkPtr work = std::move(u.gather_work);
+  u.gather_work = nullptr;
+  u.gather_input = Tensor();
+  work->wait();
+  for (size_t i = 0; i < u.params.size(); ++i) u.params[i].set_data(u.views[i]);
+}
+
+void FullyShardedDataParallelImpl::prefetch_forward(size_t k) {
+  if (!options_.forward_prefetch) return;
+  // The unit that followed this one in the last forward, if this forward follows it so far.
+  const size_t pos = forward_order_.size();
+  if (pos + 1 >= previous_forward_order_.size() || previous_forward_order_[pos] != k) return;
+  const size_t next = previous_forward_order_[pos + 1];
+  if (next != k) start_gather(*units_[next], /*async=*/true);
+}
+
+void FullyShardedDataParallelImpl::prefetch_backward(size_t k) {
+  // Backward runs the units roughly in reverse forward order: the next one to need its
+  // parameters is the last unit before k's last forward that still awaits its gradients.
+  auto it = std::find(forward_order_.rbegin(), forward_order_.rend(), k);
+  for (; it != forward_order_.rend(); ++it) {
+    Unit& next = *units_[*it];
+    if (*it == k || !next.trainable || next.reduced) continue;
+    start_gather(next, /*async=*/true);
+    return;
+  }
+}
+
+Tensor FullyShardedDataParallelImpl::cast_input(const Tensor& t) const {
+  if (!mixed_params_ || !t.defined() || !t.is_floating_point()) return t;
+  return t.to(*options_.mixed_precision->param_dtype);
 }
 
 void FullyShardedDataParallelImpl::reshard(Unit& u) {
   if (!u.gathered) return;
+  complete_gather(u);  // a prefetch nobody used: let it finish writing before the memory goes
   for (size_t i = 0; i < u.params.size(); ++i) u.params[i].set_data(u.placeholders[i]);
   free_storage(u.full);
   u.gathered = false;
@@ -237,7 +328,9 @@ void FullyShardedDataParallelImpl::hook_outputs(size_t k, const std::vector<Tens
     // The gradient reaching an output comes before the unit's own backward nodes run.
     o.register_hook([this, k](const Tensor&) {
       Unit& u = *units_[k];
-      if (!u.reduced) gather(u);
+      if (u.reduced) return;
+      gather(u);
+      if (options_.backward_prefetch == BackwardPrefetch::BACKWARD_PRE) prefetch_backward(k);
     });
   }
 }
@@ -246,10 +339,33 @@ void FullyShardedDataParallelImpl::on_grad_ready(size_t k) {
   Unit& u = *units_[k];
   NoGradGuard ng;
   const int world = group_->size();
-  Tensor flat = zeros({u.padded}, TensorOptions(u.dtype));
+  // Without mixed precision, or under no_sync (Note [FSDP no_sync]), the gradients are
+  // flattened in the shard's dtype; otherwise straight into reduce_dtype.
+  const bool accumulate = !require_sync_;  // read during backward, as torch's FSDP does
+  const DType reduce_dtype = options_.mixed_precision && options_.mixed_precision->reduce_dtype
+                                 ? *options_.mixed_precision->reduce_dtype
+                                 : u.compute_dtype;
+  const bool widen = accumulate || u.accumulated.defined();
+  Tensor flat = zeros({u.padded}, TensorOptions(widen ? u.dtype : reduce_dtype));
   for (size_t i = 0; i < u.params.size(); ++i) {
     const Tensor& g = u.params[i].grad();
     if (g.defined()) flat.narrow(0, u.offsets[i], u.numels[i]).copy_(g.reshape({-1}));
+  }
+  for (auto& p : u.params) p.set_grad(Tensor());
+  if (accumulate) {
+    if (u.accumulated.defined()) {
+      u.accumulated.add_(flat);
+    } else {
+      u.accumulated = flat;
+    }
+    u.reduced = true;
+    reshard(u);
+    return;
+  }
+  if (u.accumulated.defined()) {
+    flat.add_(u.accumulated);
+    u.accumulated = Tensor();
+    flat = flat.to(reduce_dtype);
   }
   Tensor mine;
   if (world == 1) {
@@ -257,17 +373,18 @@ void FullyShardedDataParallelImpl::on_grad_ready(size_t k) {
   } else {
     // Divided first, then summed: the same arithmetic as DDP's buckets.
     flat.div_(world);
-    mine = empty({u.shard_size}, TensorOptions(u.dtype));
+    mine = empty({u.shard_size}, TensorOptions(reduce_dtype));
     dist::reduce_scatter_tensor(mine, flat, dist::ReduceOp::SUM, group_);
   }
+  mine = mine.to(u.dtype);
   if (u.shard.grad().defined()) {
     u.shard.mutable_grad().add_(mine);
   } else {
     u.shard.set_grad(mine);
   }
-  for (auto& p : u.params) p.set_grad(Tensor());
   u.reduced = true;
   reshard(u);
+  if (options_.backward_prefetch == BackwardPrefetch::BACKWARD_POST) prefetch_backward(k);
 }
 
 void FullyShardedDataParallelImpl::check_previous_iteration() {
@@ -306,6 +423,8 @@ void FullyShardedDataParallelImpl::check_previous_iteration() {
 
 void FullyShardedDataParallelImpl::prepare_forward() {
   check_previous_iteration();
+  if (!forward_order_.empty()) previous_forward_order_ = std::move(forward_order_);
+  forward_order_.clear();
   // The root unit is gathered for the whole forward and backward.
   for (auto& u : units_) {
     if (u->path.empty()) {
@@ -328,7 +447,7 @@ void FullyShardedDataParallelImpl::after_forward(const std::vector<Tensor>& outp
 
 Tensor FullyShardedDataParallelImpl::forward(const Tensor& input) {
   prepare_forward();
-  Tensor out = (*module_)(input);
+  Tensor out = (*module_)(cast_input(input));
   after_forward({out});
   return out;
 }
@@ -373,15 +492,32 @@ std::vector<FullyShardedDataParallelImpl::LocalPiece> FullyShardedDataParallelIm
   return out;
 }
 
+DType FullyShardedDataParallelImpl::original_buffer_dtype(const std::string& name, DType current) const {
+  for (const auto& [key, dtype] : buffer_dtypes_)
+    if (key == name) return dtype;
+  return current;
+}
+
+Tensor FullyShardedDataParallelImpl::gather_master(Unit& u) {
+  // From the shards, in their dtype: with mixed precision the full buffer holds rounded values.
+  Tensor flat = empty({u.padded}, TensorOptions(u.dtype));
+  if (group_->size() == 1) {
+    flat.copy_(u.shard.detach());
+  } else {
+    dist::all_gather_into_tensor(flat, u.shard.detach(), group_);
+  }
+  return flat;
+}
+
 OrderedDict<std::string, Tensor> FullyShardedDataParallelImpl::full_state_dict() {
   NoGradGuard ng;
   std::map<std::string, Tensor> params;
   for (auto& u : units_) {
-    const bool was = u->gathered;
-    gather(*u);
-    for (size_t i = 0; i < u->params.size(); ++i) params[u->names[i]] = u->views[i].clone();
-    if (!was) reshard(*u);
+    Tensor flat = gather_master(*u);
+    for (size_t i = 0; i < u->params.size(); ++i)
+      params[u->names[i]] = flat.narrow(0, u->offsets[i], u->numels[i]).view(u->views[i].sizes()).clone();
   }
+
   // The wrapped module's own order: its state_dict lists the shards where the original
   // parameters were, so walk it and expand each unit's shard into its parameters.
   OrderedDict<std::string, Tensor> out;
@@ -391,7 +527,7 @@ OrderedDict<std::string, Tensor> FullyShardedDataParallelImpl::full_state_dict()
   for (const auto& item : module_->state_dict()) {
     auto it = unit_of_shard.find(item.key());
     if (it == unit_of_shard.end()) {
-      out.insert(item.key(), item.value().clone());
+      out.insert(item.key(), item.value().to(original_buffer_dtype(item.key(), item.value().dtype()), /*copy=*/true));
       continue;
     }
     for (const auto& name : units_[it->second]->names) out.insert(name, params.at(name));
@@ -460,6 +596,7 @@ FSDPMemoryStats FullyShardedDataParallelImpl::memory_stats(const optim::Optimize
     m.sharded_parameter_bytes += static_cast<int64_t>(u->shard.nbytes());
     if (u->shard.grad().defined()) m.sharded_gradient_bytes += static_cast<int64_t>(u->shard.grad().nbytes());
     m.full_parameter_bytes += u->numel * static_cast<int64_t>(element_size(u->dtype));
+    if (u->accumulated.defined()) m.accumulated_gradient_bytes += static_cast<int64_t>(u->accumulated.nbytes());
     if (optimizer) {
       if (const optim::ParamState* st = optimizer->find_state(u->shard)) {
         for (const auto& item : st->tensors)

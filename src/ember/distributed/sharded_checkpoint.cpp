@@ -432,8 +432,8 @@ void save_sharded(const std::string& dir, nn::parallel::FullyShardedDataParallel
     const Tensor& b = module_state[key];
     ShardedTensor t;
     t.shape = std::vector<int64_t>(b.sizes().begin(), b.sizes().end());
-    t.dtype = b.dtype();
-    if (rank == 0) t.local = b.reshape({-1});
+    t.dtype = model.original_buffer_dtype(key, b.dtype());  // not MixedPrecision's buffer_dtype
+    if (rank == 0) t.local = b.reshape({-1}).to(t.dtype);
     st.tensors.insert("model." + key, std::move(t));
   }
   st.replicated["model_keys"] = string_list(model.original_state_keys());
