@@ -55,6 +55,25 @@ TEST(Reduce, VarianceCorrectionAndStd) {
   EXPECT_TRUE(std::isinf(tensor({1.0}).var().item<float>()) || std::isnan(tensor({1.0}).var().item<float>()));
 }
 
+// Note [Column variance in blocks of rows]: float32 variance over a non-last dim, on data
+// whose mean is 10^4 times its spread (where a one-pass sum of squares loses every digit),
+// with row counts that leave short blocks and several row tiles, equals the float64
+// two-pass variance of the same values to float32 rounding; var_mean's mean too.
+TEST(Reduce, ColumnVarianceOfFloat32AgainstFloat64) {
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{3001, 300}, {13, 5000}, {7, 3}, {2000, 2, 65}}) {
+    Tensor x = randn(shape) + 1e4;
+    Tensor ref = x.to(kFloat64).var({0}), ref_mean = x.to(kFloat64).mean({0});
+    auto [v, m] = x.var_mean({0});
+    const double err = ((v.to(kFloat64) - ref) / ref).abs().max().item<double>();
+    EXPECT_LT(err, 1e-5) << shape[0] << " rows";
+    EXPECT_LT(((m.to(kFloat64) - ref_mean) / ref_mean).abs().max().item<double>(), 1.5e-7) << shape[0] << " rows";
+    // The same with correction 0 and a constant column (variance exactly zero).
+    Tensor c = full({shape[0], 4}, 1234.5f);
+    EXPECT_EQ(c.var({0}, 0).abs().max().item<double>(), 0.0);
+  }
+}
+
 TEST(Reduce, NormsAndLogsumexpStability) {
   Tensor x = tensor({3.0, -4.0});
   EXPECT_FLOAT_EQ(x.norm().item<float>(), 5.0f);
