@@ -116,6 +116,7 @@ struct Seen {
   bool is_last;
   size_t nparams;
   bool grads_are_views;
+  bool during_backward;  // fc1.weight (reduced last) had no gradient yet
 };
 
 DIST_SCENARIO(ddp_hook_sees_buckets) {
@@ -123,21 +124,24 @@ DIST_SCENARIO(ddp_hook_sees_buckets) {
   Setup s(/*spare_trains=*/false);
   nn::parallel::DistributedDataParallel hooked(s.a, tiny_buckets()), plain(s.b, tiny_buckets());
   auto seen = std::make_shared<std::vector<Seen>>();
-  hooked->register_comm_hook(hooked->process_group(), [seen](dist::ProcessGroupPtr& group, dist::GradBucket& bucket) {
-    bool views = true;
-    int64_t total = 0;
-    const auto grads = bucket.gradients();
-    for (size_t k = 0; k < grads.size(); ++k) {
-      views = views && grads[k].is_alias_of(bucket.buffer()) && grads[k].sizes() == bucket.parameters()[k].sizes();
-      total += grads[k].numel();
-    }
-    views = views && total == bucket.buffer().numel();
-    seen->push_back({bucket.index(), bucket.buffer().numel(), bucket.is_last(), bucket.parameters().size(), views});
-    Tensor copy = bucket.buffer().clone();
-    copy.div_(group->size());
-    auto work = dist::all_reduce(copy, dist::ReduceOp::SUM, group, /*async_op=*/true);
-    return dist::Future::from_work(work, copy)->then([](const Tensor& v) { return v * 2.0; });
-  });
+  Tensor last = s.a->fc1->weight;
+  hooked->register_comm_hook(
+      hooked->process_group(), [seen, last](dist::ProcessGroupPtr& group, dist::GradBucket& bucket) {
+        bool views = true;
+        int64_t total = 0;
+        const auto grads = bucket.gradients();
+        for (size_t k = 0; k < grads.size(); ++k) {
+          views = views && grads[k].is_alias_of(bucket.buffer()) && grads[k].sizes() == bucket.parameters()[k].sizes();
+          total += grads[k].numel();
+        }
+        views = views && total == bucket.buffer().numel();
+        seen->push_back({bucket.index(), bucket.buffer().numel(), bucket.is_last(), bucket.parameters().size(), views,
+                         !last.grad().defined()});
+        Tensor copy = bucket.buffer().clone();
+        copy.div_(group->size());
+        auto work = dist::all_reduce(copy, dist::ReduceOp::SUM, group, /*async_op=*/true);
+        return dist::Future::from_work(work, copy)->then([](const Tensor& v) { return v * 2.0; });
+      });
   auto p = s.a->parameters(), q = s.b->parameters();
   for (int step = 0; step < 3; ++step) {
     seen->clear();
@@ -153,13 +157,14 @@ DIST_SCENARIO(ddp_hook_sees_buckets) {
       WCHECK(c.numel == buffers[k].numel(), << "bucket " << k << ": " << c.numel << " vs " << buffers[k].numel());
       WCHECK(c.is_last == (k + 1 == buffers.size()), << "bucket " << k);
       WCHECK(c.nparams == 1 && c.grads_are_views, << "bucket " << k);
+      // Communication starts while backward still runs.
+      WCHECK(c.during_backward == (k + 1 < seen->size()), << "bucket " << k);
     }
     for (size_t i = 0; i < p.size(); ++i) {
       if (!q[i].grad().defined()) continue;
       WCHECK(ember::equal(p[i].grad(), q[i].grad() * 2.0), << "step " << step << ": grad " << i << " is not doubled");
-      ember::NoGradGuard ng;
-      p[i].mutable_grad().zero_();
-      q[i].mutable_grad().zero_();
+      p[i].mutable_grad() = Tensor();
+      q[i].mutable_grad() = Tensor();
     }
   }
   std::cout << "calls per step " << seen->size() << std::endl;
