@@ -518,3 +518,19 @@ TEST(DistributedDataParallelStaticGraph, ChangedGraphNamesTheParameter) {
       << r.dump();
   EXPECT_NE(r.ranks[0].output.find("got a gradient, but none in the first iteration"), std::string::npos) << r.dump();
 }
+
+// The same scenarios on the MPI backend (mpirun, EMBER_TEST_BACKEND=mpi).
+TEST(DistributedDataParallelHooks, HooksBucketViewsAndStaticGraphOnMPI) {
+  const std::string why = dist_test::mpi_skip_reason();
+  if (!why.empty()) GTEST_SKIP() << why;
+  const std::vector<std::pair<std::string, std::vector<std::string>>> runs = {
+      {"ddp_hook_sees_buckets", {}},
+      {"ddp_builtin_hook", {"HOOK=fp16"}},
+      {"ddp_bucket_view", {"VIEW_UNUSED=1"}},
+      {"ddp_static_graph", {}},
+  };
+  for (const auto& [scenario, env] : runs) {
+    auto r = dist_test::run_mpi(scenario, 2, 120, env);
+    EXPECT_TRUE(r.all_ok()) << scenario << "\n" << r.dump();
+  }
+}
