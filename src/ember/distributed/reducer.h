@@ -41,8 +41,9 @@ class Reducer {
   // rebuilds the buckets once (Note [Bucket rebuild]; a broadcast on the group), and
   // decides whether the coming backward reduces (require_sync = false under no_sync()).
   void prepare_forward(bool require_sync);
-  // After the forward, with its output tensors: with find_unused_parameters, walks their
-  // autograd graph and counts unreached parameters as ready.
+  // After the forward, with its output tensors: with find_unused_parameters (or static_graph,
+  // until its first synchronized iteration), walks their autograd graph and counts
+  // unreached parameters as ready.
   void after_forward(const std::vector<Tensor>& outputs);
   // Throws when the last synchronized backward left gradients unreduced (a parameter got
   // no gradient); prepare_forward() calls it.
