@@ -289,22 +289,43 @@ void bind_reducer(py::module_& m) {
                             "DistributedDataParallel's gradient averaging over a list of parameters "
                             "(src/ember/distributed/reducer.h).")
       .def(py::init([](std::vector<std::string> names, std::vector<Tensor> params, dist::ProcessGroupPtr group,
-                       double bucket_cap_mb, double first_bucket_mb, bool find_unused_parameters) {
+                       double bucket_cap_mb, double first_bucket_mb, bool find_unused_parameters,
+                       bool gradient_as_bucket_view, bool static_graph) {
              dist::ReducerOptions o{.bucket_cap_mb = bucket_cap_mb,
                                     .first_bucket_mb = first_bucket_mb,
-                                    .find_unused_parameters = find_unused_parameters};
+                                    .find_unused_parameters = find_unused_parameters,
+                                    .gradient_as_bucket_view = gradient_as_bucket_view,
+                                    .static_graph = static_graph};
              return call([&] {
                return std::make_unique<dist::Reducer>(std::move(names), std::move(params), std::move(group), o);
              });
            }),
            py::arg("names"), py::arg("params"), py::arg("group"), py::arg("bucket_cap_mb"),
-           py::arg("first_bucket_mb"), py::arg("find_unused_parameters"))
+           py::arg("first_bucket_mb"), py::arg("find_unused_parameters"), py::arg("gradient_as_bucket_view") = false,
+           py::arg("static_graph") = false)
       .def("prepare_forward", [](dist::Reducer& r, bool require_sync) { call([&] { r.prepare_forward(require_sync); }); },
            py::arg("require_sync"))
       .def("after_forward",
            [](dist::Reducer& r, const std::vector<Tensor>& outputs) { call([&] { r.after_forward(outputs); }); },
            py::arg("outputs"))
       .def("finish_gradient_sync", [](dist::Reducer& r) { call([&] { r.finish_gradient_sync(); }); })
+      // A built-in communication hook (comm_hooks.h) by name; group None: the default group.
+      .def(
+          "register_builtin_comm_hook",
+          [](dist::Reducer& r, const std::string& name, py::object group) {
+            namespace hooks = dist::algorithms::ddp_comm_hooks::default_hooks;
+            dist::ProcessGroupPtr g = group.is_none() ? nullptr : group.cast<dist::ProcessGroupPtr>();
+            dist::FuturePtr (*hook)(const dist::ProcessGroupPtr&, dist::GradBucket&) = nullptr;
+            if (name == "allreduce") hook = hooks::allreduce_hook;
+            if (name == "fp16_compress") hook = hooks::fp16_compress_hook;
+            if (name == "bf16_compress") hook = hooks::bf16_compress_hook;
+            if (!hook) {
+              throw py::value_error("[DistributedDataParallel.register_comm_hook] no built-in hook '" + name +
+                                    "'; use allreduce, fp16_compress or bf16_compress");
+            }
+            call([&] { r.register_comm_hook([g, hook](dist::GradBucket& b) { return hook(g, b); }); });
+          },
+          py::arg("name"), py::arg("group"))
       .def("bucket_names", &dist::Reducer::bucket_names)
       .def_property_readonly("buckets_rebuilt", &dist::Reducer::buckets_rebuilt);
 }

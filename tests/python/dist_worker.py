@@ -257,6 +257,48 @@ def ddp(rank, world, out, info):
     dist.destroy_process_group()
 
 
+def ddp_hooks(rank, world, out, info):
+    """Comm hooks, gradient_as_bucket_view and static_graph: twin models (seed 0) under each,
+    three SGD steps on this rank's rows; the test compares them with plain DDP's."""
+    from ember.distributed.algorithms.ddp_comm_hooks import default_hooks
+    dist.init_process_group()
+    rng = np.random.default_rng(5)
+    x = ember.from_numpy(rng.standard_normal((4 * world, 5)).astype(np.float32))[4 * rank:4 * rank + 4]
+    y = ember.from_numpy(rng.integers(0, 3, 4 * world).astype(np.int64))[4 * rank:4 * rank + 4]
+    kinds = {"plain": {}, "allreduce": {}, "fp16": {}, "view": {"gradient_as_bucket_view": True},
+             "dynamic": {"find_unused_parameters": True}, "static": {"static_graph": True}}
+    models = {}
+    for kind, kw in kinds.items():
+        ember.manual_seed(0)
+        net = Net(spare=kind in ("dynamic", "static"))
+        models[kind] = (net, nn.parallel.DistributedDataParallel(net, **kw))
+    models["allreduce"][1].register_comm_hook(dist.GroupMember.WORLD, default_hooks.allreduce_hook)
+    models["fp16"][1].register_comm_hook(None, default_hooks.fp16_compress_hook)
+    try:
+        models["fp16"][1].register_comm_hook(None, default_hooks.allreduce_hook)
+    except RuntimeError as e:
+        info["twice_error"] = str(e)
+    try:
+        models["plain"][1].register_comm_hook(None, lambda state, bucket: None)
+    except NotImplementedError as e:
+        info["custom_error"] = str(e)
+    opts = {k: ember.optim.SGD(m.parameters(), lr=0.1) for k, (m, _) in models.items()}
+    for step in range(3):
+        for kind, (net, m) in models.items():
+            opts[kind].zero_grad()
+            F.cross_entropy(m(x), y).backward()
+            for k, p in net.named_parameters():
+                if p.grad is not None:
+                    out[f"grad{step}.{kind}.{k}"] = arr(p.grad)
+            if kind == "view":
+                # fc2.bias and fc2.weight (3 + 24 floats) lead the one bucket, in that order
+                info[f"view_adjacent{step}"] = net.fc2.weight.grad.data_ptr() - net.fc2.bias.grad.data_ptr()
+            if kind == "static":
+                info[f"static_rebuilt{step}"] = m.reducer.buckets_rebuilt
+            opts[kind].step()
+    dist.destroy_process_group()
+
+
 def finish(rank, out, info):
     path = out.pop("_path")
     np.savez(path + ".npz", **out)
@@ -269,7 +311,8 @@ def main():
     scenario, outdir = sys.argv[1], sys.argv[2]
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     out, info = {"_path": os.path.join(outdir, f"rank{rank}")}, {}
-    {"collectives": collectives, "errors": errors, "ddp": ddp}[scenario](rank, world, out, info)
+    {"collectives": collectives, "errors": errors, "ddp": ddp, "ddp_hooks": ddp_hooks}[scenario](rank, world, out,
+                                                                                              info)
     return finish(rank, out, info)
 
 

@@ -297,6 +297,36 @@ def test_ddp_unused_parameters(ddp):
     np.testing.assert_array_equal(ranks[0][0]["unused_fc1_grad"], ranks[1][0]["unused_fc1_grad"])
 
 
+def test_ddp_comm_hooks_bucket_view_static_graph(tmp_path):
+    """register_comm_hook with the built-in hooks, gradient_as_bucket_view and static_graph
+    against plain DDP (tests/python/dist_worker.py ddp_hooks, 2 ranks)."""
+    ranks = launch("ddp_hooks", 2, tmp_path)
+    for arrays, info in ranks:
+        for step in range(3):
+            for k, want in arrays.items():
+                prefix, kind, name = k.split(".", 2)
+                if prefix != f"grad{step}":
+                    continue
+                if kind in ("allreduce", "view"):
+                    np.testing.assert_array_equal(want, arrays[f"grad{step}.plain.{name}"], err_msg=f"{kind} {k}")
+                if kind == "fp16":
+                    plain = arrays[f"grad{step}.plain.{name}"]
+                    # float16 values, within its rounding of the float32 result
+                    np.testing.assert_array_equal(want.astype(np.float16).astype(np.float32), want)
+                    np.testing.assert_allclose(want, plain, rtol=0, atol=4 * 2.0 ** -11 * 4 * np.abs(plain).max())
+                if kind == "static":
+                    np.testing.assert_array_equal(want, arrays[f"grad{step}.dynamic.{name}"], err_msg=k)
+            assert f"grad{step}.static.spare.weight" not in arrays
+            assert info[f"view_adjacent{step}"] == 3 * 4
+            assert info[f"static_rebuilt{step}"] == (step > 0)
+        assert any(not np.array_equal(arrays[f"grad0.fp16.{n}"], arrays[f"grad0.plain.{n}"])
+                   for n in ("fc1.weight", "fc2.weight"))
+        assert "a communication hook is already registered" in info["twice_error"]
+        assert "ember runs only the built-in hooks" in info["custom_error"]
+    for k in ranks[0][0]:
+        np.testing.assert_array_equal(ranks[0][0][k], ranks[1][0][k], err_msg=k)
+
+
 def test_distributed_sampler_from_group(ddp):
     ranks, _ = ddp
     for r, (_, info) in enumerate(ranks):

@@ -34,11 +34,13 @@ DistributedDataParallelImpl::DistributedDataParallelImpl(std::shared_ptr<Module>
     for (const auto& item : module_->named_parameters()) dist::broadcast(item.value(), group_->global_rank(0), group_);
     for (const auto& b : buffers_) dist::broadcast(b, group_->global_rank(0), group_);
   }
-  reducer_ = std::make_unique<dist::Reducer>(
-      std::move(names), std::move(params), group_,
-      dist::ReducerOptions{.bucket_cap_mb = options_.bucket_cap_mb,
-                           .first_bucket_mb = options_.first_bucket_mb,
-                           .find_unused_parameters = options_.find_unused_parameters});
+  reducer_ =
+      std::make_unique<dist::Reducer>(std::move(names), std::move(params), group_,
+                                      dist::ReducerOptions{.bucket_cap_mb = options_.bucket_cap_mb,
+                                                           .first_bucket_mb = options_.first_bucket_mb,
+                                                           .find_unused_parameters = options_.find_unused_parameters,
+                                                           .gradient_as_bucket_view = options_.gradient_as_bucket_view,
+                                                           .static_graph = options_.static_graph});
 }
 
 DistributedDataParallelImpl::~DistributedDataParallelImpl() = default;

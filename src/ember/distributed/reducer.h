@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ember/core/tensor.h"
+#include "ember/distributed/comm_hooks.h"
 #include "ember/distributed/process_group.h"
 
 namespace ember::distributed {
@@ -19,6 +20,10 @@ struct ReducerOptions {
   double bucket_cap_mb = 25.0;
   double first_bucket_mb = 1.0;
   bool find_unused_parameters = false;
+  // Note [Gradients as bucket views]: each .grad is a view of its bucket's buffer.
+  bool gradient_as_bucket_view = false;
+  // Note [Static graph]: the same parameters get gradients every iteration.
+  bool static_graph = false;
 };
 
 class Reducer {
@@ -36,15 +41,24 @@ class Reducer {
   // rebuilds the buckets once (Note [Bucket rebuild]; a broadcast on the group), and
   // decides whether the coming backward reduces (require_sync = false under no_sync()).
   void prepare_forward(bool require_sync);
-  // After the forward, with its output tensors: with find_unused_parameters, walks their
-  // autograd graph and counts unreached parameters as ready.
+  // After the forward, with its output tensors: with find_unused_parameters (or static_graph,
+  // until its first synchronized iteration), walks their autograd graph and counts
+  // unreached parameters as ready.
   void after_forward(const std::vector<Tensor>& outputs);
   // Throws when the last synchronized backward left gradients unreduced (a parameter got
   // no gradient); prepare_forward() calls it.
   void finish_gradient_sync();
 
+  // Replaces each bucket's reduction by hook (comm_hooks.h). Once per Reducer, before the
+  // first backward.
+  void register_comm_hook(CommHook hook);
+
   std::vector<std::vector<std::string>> bucket_names() const;
+  // Each bucket's flat buffer, bucket 0 first (with gradient_as_bucket_view, the .grad
+  // tensors are views of these).
+  std::vector<Tensor> bucket_buffers() const;
   bool buckets_rebuilt() const { return rebuilt_; }
+  const ReducerOptions& options() const { return options_; }
   const ProcessGroupPtr& process_group() const { return group_; }
 
  private:
@@ -52,17 +66,23 @@ class Reducer {
     std::vector<size_t> params;    // indices into params_
     std::vector<int64_t> offsets;  // element offset of each in flat
     Tensor flat;
-    size_t pending = 0;  // parameters not ready yet this iteration
-    WorkPtr work;
+    size_t pending = 0;         // parameters not ready yet this iteration
+    FuturePtr future;           // the reduction in flight
+    uint32_t version_seen = 0;  // flat's version after the last accumulation (keep_accumulation_counts)
   };
 
   void build_buckets(const std::vector<size_t>& order);
   void maybe_rebuild_buckets();
   void reset_iteration();
   void on_grad_ready(size_t index);
+  void keep_accumulation_counts(size_t index);
   void mark_ready(size_t index, bool has_grad);
   void launch_ready_buckets();
   void finalize();
+  // Waits for the reductions in flight (ignoring their errors) and forgets the iteration.
+  void abandon_iteration();
+  // Parameter i's slot of its bucket, shaped like the parameter.
+  Tensor slot_view(size_t i) const;
 
   std::string op_;
   ReducerOptions options_;
@@ -83,6 +103,12 @@ class Reducer {
   std::vector<uint8_t> unused_;      // find_unused_parameters: unreached by the last forward
   std::vector<size_t> ready_order_;  // the first synchronized backward's gradient order
   bool rebuilt_ = false;
+  CommHook comm_hook_;
+  bool backward_seen_ = false;  // some backward reached the hooks (register_comm_hook checks)
+  // Note [Static graph]: fixed by the first synchronized iteration.
+  bool static_known_ = false;
+  std::vector<uint8_t> static_unused_;       // unreached on this rank
+  std::vector<int32_t> static_global_used_;  // ranks on which each parameter got a gradient
 };
 
 }  // namespace ember::distributed

@@ -4,7 +4,6 @@ buckets]): hooks on the parameters copy each gradient into a bucket during backw
 buckets are all-reduced asynchronously, and when backward returns every .grad holds the
 average over the ranks."""
 
-import warnings
 from contextlib import contextmanager
 
 from ... import _C
@@ -31,8 +30,10 @@ class DistributedDataParallel(Module):
     Construction broadcasts the parameters and buffers of the group's first rank; with
     broadcast_buffers, every forward broadcasts the buffers again. bucket_cap_mb sizes the
     buckets (the first closes at 1 MB); find_unused_parameters lets parts of the model go
-    without gradients. device_ids/output_device must be None (ember runs on the CPU);
-    gradient_as_bucket_view and static_graph are accepted and have no effect."""
+    without gradients. gradient_as_bucket_view makes each .grad a view of its bucket (no copy
+    in or out); static_graph fixes the unused parameters and the bucket order after the first
+    iteration (ddp.h, Notes [Gradients as bucket views] and [Static graph]).
+    device_ids/output_device must be None (ember runs on the CPU)."""
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
                  process_group=None, bucket_cap_mb=25, find_unused_parameters=False, check_reduction=False,
@@ -50,9 +51,6 @@ class DistributedDataParallel(Module):
             raise ValueError(f"[DistributedDataParallel] dim={dim} is not supported; batches are split along dim 0")
         if process_group is dist.GroupMember.NON_GROUP_MEMBER:
             raise ValueError("[DistributedDataParallel] this rank is not a member of process_group")
-        if gradient_as_bucket_view or static_graph:
-            warnings.warn("DistributedDataParallel: gradient_as_bucket_view and static_graph have no effect in ember "
-                          "(gradients are copied into the buckets and back)")
         group = process_group if process_group is not None else _C._distributed.default_group()
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
         if not named:
@@ -70,8 +68,11 @@ class DistributedDataParallel(Module):
                 dist.broadcast(p, self._root, group=group)
             for b in module.buffers():
                 dist.broadcast(b, self._root, group=group)
+        self.gradient_as_bucket_view = bool(gradient_as_bucket_view)
+        self.static_graph = bool(static_graph)
         self.reducer = _C._distributed.Reducer([n for n, _ in named], [p for _, p in named], group,
-                                               float(bucket_cap_mb), 1.0, bool(find_unused_parameters))
+                                               float(bucket_cap_mb), 1.0, bool(find_unused_parameters),
+                                               self.gradient_as_bucket_view, self.static_graph)
 
     def forward(self, *inputs, **kwargs):
         self.reducer.prepare_forward(self.require_backward_grad_sync)
@@ -84,7 +85,7 @@ class DistributedDataParallel(Module):
                     for b in buffers:
                         dist.broadcast(b, self._root, group=self.process_group)
         out = self.module(*inputs, **kwargs)
-        if self.find_unused_parameters and self.require_backward_grad_sync:
+        if (self.find_unused_parameters or self.static_graph) and self.require_backward_grad_sync:
             self.reducer.after_forward(_output_tensors(out, []))
         return out
 
@@ -98,6 +99,23 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.require_backward_grad_sync = old
+
+    def register_comm_hook(self, state, hook):
+        """Replaces each gradient bucket's reduction by `hook` (torch's register_comm_hook): one
+        of ember.distributed.algorithms.ddp_comm_hooks.default_hooks' allreduce_hook,
+        fp16_compress_hook, bf16_compress_hook, with a process group (None: the default group)
+        as `state`. Once, before the first backward. Custom Python hooks are not supported."""
+        name = getattr(hook, "_ember_builtin_comm_hook", None)
+        if name is None:
+            raise NotImplementedError(
+                "[DistributedDataParallel.register_comm_hook] ember runs only the built-in hooks of "
+                "ember.distributed.algorithms.ddp_comm_hooks.default_hooks (allreduce_hook, fp16_compress_hook, "
+                f"bf16_compress_hook) from Python, not {getattr(hook, '__name__', hook)!r}; write custom hooks in C++ "
+                "(DistributedDataParallel::register_comm_hook, src/ember/distributed/comm_hooks.h)")
+        from ... import distributed as dist
+        if state is dist.GroupMember.NON_GROUP_MEMBER:
+            raise ValueError("[DistributedDataParallel.register_comm_hook] this rank is not a member of the state's group")
+        self.reducer.register_builtin_comm_hook(name, state)
 
     def bucket_names(self):
         """The parameter names of each gradient bucket, bucket 0 (reduced first) first."""

@@ -1,0 +1,1 @@
+"""ember.distributed.algorithms (torch.distributed.algorithms): DDP communication hooks."""
