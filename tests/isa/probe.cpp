@@ -1,16 +1,51 @@
 // Runs one kernel under the CPU level EMBER_CPU_CAPABILITY asks for and prints what it
 // chose: the CTest cases in tests/CMakeLists.txt ("isa.*") check the overrides and the
 // errors for unknown or unsupported levels. With --unsupported it sets the variable to
-// the first level this CPU lacks (exit 77, "skipped", when it has them all).
+// the first level this CPU lacks (exit 77, "skipped", when it has them all). With --bits it
+// prints a hash of the bits of kernels whose lanes are fixed so that every level gives the
+// same result (Note [Fixed-lane accumulation], Note [Cross entropy's exp]);
+// isa/same_bits.sh compares the hashes across the levels the CPU has.
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iomanip>
 #include <iostream>
 
 #include "ember/core/cpu_capability.h"
 #include "ember/ember.h"
 
+namespace {
+
+// FNV-1a over a float32 tensor's bits.
+uint64_t hash_bits(const ember::Tensor& t) {
+  const ember::Tensor c = t.contiguous();
+  const auto* p = static_cast<const unsigned char*>(c.data_ptr());
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < c.nbytes(); ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+int print_bits() {
+  ember::manual_seed(7);
+  // Row lengths that leave tails after the 16-, 8- and 256-wide blocks.
+  ember::Tensor x = (ember::randn({37, 1003}) * 4).requires_grad_();
+  ember::Tensor t = ember::randint(0, 1003, {37});
+  ember::Tensor loss = ember::nn::functional::cross_entropy(x, t);
+  loss.backward();
+  std::cout << "capability: " << ember::cpu_capability_name() << "\n" << std::hex;
+  std::cout << "cross_entropy " << hash_bits(loss.detach()) << " grad " << hash_bits(x.grad()) << "\n";
+  ember::Tensor y = ember::randn({300, 517});
+  // (softmax is left out: its exp is Sleef's at the AVX levels and libm's at the baseline.)
+  std::cout << "sum " << hash_bits(y.sum(1)) << " sum0 " << hash_bits(y.sum(0)) << " var "
+            << hash_bits(y.var({1})) << " var0 " << hash_bits((y + 100).var({0})) << "\n";
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--bits") == 0) return print_bits();
   if (argc > 1 && std::strcmp(argv[1], "--unsupported") == 0) {
     const char* missing = nullptr;
     for (auto c : {ember::CpuCapability::AVX512, ember::CpuCapability::AVX2}) {

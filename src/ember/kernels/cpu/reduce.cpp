@@ -549,9 +549,39 @@ inline __m256 ce_exp8(__m256 v) {
 }
 #endif
 
+#if defined(__AVX512F__)
+// ce_exp8 on 16 values at once, instruction for instruction (each lane gets the bits
+// ce_exp8 and ce_exp_scalar give it): at the AVX-512 level the fused kernels issue half as
+// many exp instructions.
+inline __m512 ce_exp16(__m512 v) {
+  const __m512 hi = _mm512_set1_ps(kExpHi), lo = _mm512_set1_ps(kExpLo);
+  // The maskz forms with a full mask: GCC 12 warns (-Wmaybe-uninitialized) inside the
+  // plain _mm512_min_ps/max_ps/roundscale_ps/cvtps_epi32/slli_epi32/extractf32x8_ps (and in
+  // _mm512_castps512_ps256).
+  const __mmask16 all = 0xFFFF;
+  const __m512 c = _mm512_maskz_min_ps(all, hi, _mm512_maskz_max_ps(all, lo, v));
+  const __m512 nf = _mm512_maskz_roundscale_ps(all, _mm512_mul_ps(c, _mm512_set1_ps(kLog2e)),
+                                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 r = _mm512_fmadd_ps(nf, _mm512_set1_ps(-kLn2Lo), _mm512_fmadd_ps(nf, _mm512_set1_ps(-kLn2Hi), c));
+  __m512 p = _mm512_set1_ps(kExpC[0]);
+  for (int k = 1; k < 6; ++k) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kExpC[k]));
+  const __m512 y = _mm512_add_ps(_mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r), _mm512_set1_ps(1.0f));
+  const __m512i e =
+      _mm512_maskz_slli_epi32(all, _mm512_add_epi32(_mm512_maskz_cvtps_epi32(all, nf), _mm512_set1_epi32(127)), 23);
+  __m512 out = _mm512_mul_ps(y, _mm512_castsi512_ps(e));
+  out = _mm512_mask_mov_ps(out, _mm512_cmp_ps_mask(v, lo, _CMP_LT_OQ), _mm512_setzero_ps());
+  return _mm512_mask_mov_ps(out, _mm512_cmp_ps_mask(v, hi, _CMP_GT_OQ),
+                            _mm512_set1_ps(std::numeric_limits<float>::infinity()));
+}
+#endif
+
 // y[i] = exp(x[i] - shift) over [0, n) with the exp above.
 void ce_exp_shifted(const float* x, float shift, float* y, int64_t n) {
   int64_t i = 0;
+#if defined(__AVX512F__)
+  const __m512 vs16 = _mm512_set1_ps(shift);
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, ce_exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vs16)));
+#endif
 #if defined(__AVX2__)
   const __m256 vs = _mm256_set1_ps(shift);
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, ce_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs)));
@@ -575,6 +605,15 @@ double ce_exp_sum(const float* x, float shift, int64_t n) {
 #if defined(__AVX2__)
     const __m256 vs = _mm256_set1_ps(shift);
     __m256 acc = _mm256_setzero_ps();
+#if defined(__AVX512F__)
+    // 16 exps at a time; the halves join lane l's chain in element order, as 8 at a time.
+    const __m512 vs16 = _mm512_set1_ps(shift);
+    for (; i + 16 <= e; i += 16) {
+      const __m512 v = ce_exp16(_mm512_sub_ps(_mm512_loadu_ps(x + i), vs16));
+      acc = _mm256_add_ps(acc, _mm512_maskz_extractf32x8_ps(0xFF, v, 0));
+      acc = _mm256_add_ps(acc, _mm512_maskz_extractf32x8_ps(0xFF, v, 1));
+    }
+#endif
     for (; i + 8 <= e; i += 8) acc = _mm256_add_ps(acc, ce_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), vs)));
     _mm256_store_ps(lane, acc);
 #else
