@@ -276,7 +276,9 @@ TEST(ConvDeterminism, WinogradAgainstDirectAndFloat64) {
       EXPECT_LT(err_wino, std::max(16 * err_direct, 1e-6)) << "case " << c << " output " << i;
       any_differs = any_differs || !one[i].equal(direct[i]);
     }
-    if (cpu_supports(CpuCapability::AVX512)) EXPECT_TRUE(any_differs) << "case " << c;
+    if (cpu_supports(CpuCapability::AVX512)) {
+      EXPECT_TRUE(any_differs) << "case " << c;
+    }
   }
   set_num_threads(saved);
 }

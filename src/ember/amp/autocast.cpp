@@ -10,7 +10,7 @@
 namespace ember::amp {
 
 namespace detail {
-constinit thread_local AutocastState tl_autocast{};
+[[gnu::tls_model("initial-exec")]] constinit thread_local AutocastState tl_autocast{};
 }  // namespace detail
 
 namespace {

@@ -105,7 +105,7 @@ struct AutocastState {
   DType dtype = kBFloat16;
   int nesting = 0;  // guards alive on this thread, enabled or not
 };
-extern constinit thread_local AutocastState tl_autocast;
+[[gnu::tls_model("initial-exec")]] extern constinit thread_local AutocastState tl_autocast;
 }  // namespace detail
 
 inline bool is_autocast_enabled() { return detail::tl_autocast.enabled; }

@@ -102,10 +102,10 @@ class NodeTable {
 class GraphTask;
 // The graph task whose node this thread is running (null outside backward); nested
 // (reentrant) backward calls save and restore it.
-thread_local const GraphTask* tl_running_task = nullptr;
+[[gnu::tls_model("initial-exec")]] thread_local const GraphTask* tl_running_task = nullptr;
 // The node whose backward this thread is running (anomaly mode records it as the parent of
 // nodes made meanwhile).
-thread_local const Node* tl_running_node = nullptr;
+[[gnu::tls_model("initial-exec")]] thread_local const Node* tl_running_node = nullptr;
 
 // Anomaly mode: names the forward call of a node whose backward failed, then those of the
 // nodes whose backward made it (as PyTorch's warnings), before the error goes on.
@@ -393,7 +393,7 @@ void make_roots(const variable_list& tensors, const variable_list& grad_tensors,
 // with a fresh stack, carrying the caller's grad mode, inference mode and node numbering, while
 // the caller waits; so thousands of levels do not overflow the stack (libtorch does the same
 // with its worker threads). Errors come back to the caller as they are.
-thread_local int tl_backward_depth = 0;
+[[gnu::tls_model("initial-exec")]] thread_local int tl_backward_depth = 0;
 constexpr int kMaxReentrantDepth = 32;
 
 }  // namespace

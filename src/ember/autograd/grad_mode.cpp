@@ -3,8 +3,8 @@
 namespace ember {
 
 namespace {
-thread_local bool t_grad_enabled = true;
-thread_local bool t_inference = false;
+[[gnu::tls_model("initial-exec")]] thread_local bool t_grad_enabled = true;
+[[gnu::tls_model("initial-exec")]] thread_local bool t_inference = false;
 }  // namespace
 
 bool GradMode::is_enabled() { return t_grad_enabled; }

@@ -10,7 +10,7 @@
 namespace ember::autograd {
 
 namespace {
-thread_local uint64_t t_sequence_nr = 0;
+[[gnu::tls_model("initial-exec")]] thread_local uint64_t t_sequence_nr = 0;
 std::atomic<int> g_hook_id{0};
 }  // namespace
 

@@ -19,7 +19,7 @@ namespace ember {
 namespace {
 constexpr size_t kNumKeys = static_cast<size_t>(DispatchKey::NumKeys);
 // Set by AutoDispatchBelowADInplaceOrView and while a backend kernel runs.
-thread_local bool tl_below_autograd = false;
+[[gnu::tls_model("initial-exec")]] thread_local bool tl_below_autograd = false;
 }  // namespace
 
 const char* dispatch_key_name(DispatchKey key) {

@@ -199,8 +199,8 @@ std::atomic<bool> g_small_enabled{true};  // false while the cache limit is zero
 
 // Trivially destructible, so still readable while (and after) thread-local destructors
 // run: a tensor freed by a later destructor finds `dead` set and goes straight to free().
-constinit thread_local SmallCache* tl_small_cache = nullptr;
-constinit thread_local bool tl_small_cache_dead = false;
+[[gnu::tls_model("initial-exec")]] constinit thread_local SmallCache* tl_small_cache = nullptr;
+[[gnu::tls_model("initial-exec")]] constinit thread_local bool tl_small_cache_dead = false;
 
 // Gives the thread's cached blocks back when the thread ends.
 struct SmallCacheOwner {

@@ -56,7 +56,7 @@ void remove_op_observer(int id);
 namespace detail {
 extern std::atomic<int> g_op_observer_count;
 // The name of the outermost OpScope alive on this thread, or null outside every op.
-extern constinit thread_local const char* tl_outermost_op;
+[[gnu::tls_model("initial-exec")]] extern constinit thread_local const char* tl_outermost_op;
 void notify_op(const OpEvent& event);
 }  // namespace detail
 

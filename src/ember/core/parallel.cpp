@@ -15,7 +15,7 @@ namespace ember {
 
 namespace {
 std::atomic<int> g_num_threads{0};  // 0: not yet set, use the OpenMP default
-thread_local bool t_in_parallel = false;
+[[gnu::tls_model("initial-exec")]] thread_local bool t_in_parallel = false;
 
 int default_threads() {
   int n = omp_get_max_threads();

@@ -41,7 +41,7 @@ std::string g_origin;
 std::atomic<bool> g_origin_known{false};
 
 Settings g_settings;
-constinit thread_local bool tl_eval_mode_quiet = false;
+[[gnu::tls_model("initial-exec")]] constinit thread_local bool tl_eval_mode_quiet = false;
 
 bool first_warning(Guard g) { return !g_warned[static_cast<int>(g)].exchange(true); }
 

@@ -24,8 +24,8 @@
 namespace ember::jit::detail {
 
 class Recorder;
-extern constinit thread_local Recorder* tl_recorder;
-extern constinit thread_local int tl_trace_depth;
+[[gnu::tls_model("initial-exec")]] extern constinit thread_local Recorder* tl_recorder;
+[[gnu::tls_model("initial-exec")]] extern constinit thread_local int tl_trace_depth;
 
 // Attributes by name. Build them only inside `if (trace.recording())`: they cost an
 // allocation.

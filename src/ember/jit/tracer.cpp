@@ -29,8 +29,8 @@ template <typename... Args>
 
 namespace detail {
 
-constinit thread_local Recorder* tl_recorder = nullptr;
-constinit thread_local int tl_trace_depth = 0;
+[[gnu::tls_model("initial-exec")]] constinit thread_local Recorder* tl_recorder = nullptr;
+[[gnu::tls_model("initial-exec")]] constinit thread_local int tl_trace_depth = 0;
 
 // Ops run by the tracer itself (copying a constant) are not part of the graph.
 class PauseRecording {

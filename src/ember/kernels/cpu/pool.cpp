@@ -257,11 +257,13 @@ void max_pool2d_backward(const Tensor& grad_input, const Tensor& grad_out, const
     T* dx = grad_input.data_ptr<T>();
     const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
     parallel_for(0, g.planes, plane_grain(g), [&](int64_t begin, int64_t end) {
-      std::fill(dx + begin * in_plane, dx + end * in_plane, T(0));
       for (int64_t p = begin; p < end; ++p) {
         T* d = dx + p * in_plane;
         const T* s = dy + p * out_plane;
         const int64_t* ip = idx + p * out_plane;
+        // Zeroed plane by plane, so the scatter finds the plane in cache (zeroing the whole
+        // range first wrote it to memory and read it back).
+        std::fill(d, d + in_plane, T(0));
         for (int64_t i = 0; i < out_plane; ++i) {
           if (ip[i] >= 0) d[ip[i]] += s[i];  // -1: a window with no input element
         }
