@@ -31,7 +31,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--workers", type=int, default=2, help="ember loader worker threads")
+    p.add_argument("--workers", type=int, default=0, help="loader workers of both sides (threads in ember, "
+                   "processes in torch); 0 loads on the training thread")
     p.add_argument("--build", default=os.path.join(HERE, "..", "build"))
     args = p.parse_args()
 
@@ -39,7 +40,7 @@ def main():
     ember = run([os.path.join(args.build, "examples", "fashion_mnist"), "--epochs", str(args.epochs),
                  "--threads", str(args.threads), "--workers", str(args.workers), "--out", out_dir])
     torch = run([sys.executable, os.path.join(HERE, "train_fashion_mnist_torch.py"), "--epochs",
-                 str(args.epochs), "--threads", str(args.threads)])
+                 str(args.epochs), "--threads", str(args.threads), "--workers", str(args.workers)])
 
     print(f"\nFashion-MNIST CNN, {args.epochs} epoch(s), batch 64, Adam, {args.threads} threads")
     print("| | ember | torch 1.13 | ember/torch |")
