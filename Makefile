@@ -23,7 +23,7 @@
 #   make bench-guards  cost of the training guards (docs/guards.md) on the main job's step: all on vs off
 #   make bench-lm   the char_lm transformer in ember and in PyTorch: training step and generation
 #                   tokens/s (torch with and without a KV cache), ratios ember/torch (bench/char_lm.py)
-#   make bench-distributed  all-reduce bandwidth 1 KB-64 MB on 2 ranks: ember (Gloo) against
+#   make bench-distributed  all-reduce bandwidth 1 KB-256 MB on 2 and 4 ranks: ember (Gloo) against
 #                   torch.distributed's gloo backend, each in its own processes, then the DDP
 #                   training step (MLP, CNN) against torch DDP (bench/distributed.py; BENCH_FLAGS="--only ddp")
 #   make sanitize   build with -fsanitize=address,undefined in build-asan/ and run the tests

@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
 """All-reduce bandwidth, ember (Gloo, with and without the fingerprint checks) against
-torch.distributed's gloo backend (PyTorch 1.13), float32 tensors of 1 KB to 64 MB on 2
-ranks of this machine (loopback). Each side runs in processes of its own, started by
+torch.distributed's gloo backend (PyTorch 1.13), float32 tensors of 1 KB to 256 MB on 2 and
+then 4 ranks of this machine (loopback). Each side runs in processes of its own, started by
 tools/ember-run; rounds alternate between the sides and the best round counts.
 
-    python3 bench/distributed.py --build build [--ranks 2] [--rounds 3] [--max-bytes N]
+    python3 bench/distributed.py --build build [--ranks 2,4] [--rounds 3] [--max-bytes N]
                                  [--only allreduce|ddp] [--batch B] [--steps N]
 
 Prints, per size, microseconds per call of each side (ember, ember without the fingerprint
 checks, ember without the sync lane of Note [Sync lane], torch) and torch's time over
 ember's (> 1: ember is faster). Then the DDP step: the main
-job's MLP and CNN trained with SGD on B random images per rank, on `ranks` processes with
+job's MLP and CNN trained with SGD on B random images per rank, on the first of `ranks` processes with
 DDP and on one process without it (the same per-rank work, one thread per process), ember
 against torch DDP; the overhead is the DDP step minus the single-process step."""
 import argparse
@@ -75,21 +75,26 @@ def ddp_bench(a, launcher, ember_bin):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
-    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--ranks", default="2,4", help="comma-separated rank counts for the all-reduce table; "
+                    "the DDP step uses the first")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--max-bytes", type=int, default=64 << 20)
+    ap.add_argument("--max-bytes", type=int, default=256 << 20)
     ap.add_argument("--only", choices=["allreduce", "ddp"], default=None)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--steps", type=int, default=20)
     a = ap.parse_args()
+    rank_counts = [int(r) for r in str(a.ranks).split(",") if r]
     launcher = os.path.join(a.build, "tools", "ember-run")
     ember_bin = os.path.join(a.build, "bench", "bench_distributed_ember")
     for p in (launcher, ember_bin):
         if not os.path.exists(p):
             sys.exit(f"{p} is missing: cmake --build {a.build} --target ember-run bench_distributed_ember")
     if a.only != "ddp":
-        allreduce_bench(a, launcher, ember_bin)
+        for ranks in rank_counts:
+            a.ranks = ranks
+            allreduce_bench(a, launcher, ember_bin)
     if a.only != "allreduce":
+        a.ranks = rank_counts[0]
         ddp_bench(a, launcher, ember_bin)
 
 
