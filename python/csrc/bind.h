@@ -10,6 +10,7 @@
 #include <pybind11/stl.h>
 
 #include <optional>
+#include <stdexcept>
 #include <vector>
 
 #include "ember/ember.h"
@@ -47,6 +48,19 @@ template <typename F>
 auto without_gil(F&& f) {
   py::gil_scoped_release release;
   return f();
+}
+
+// without_gil for torch.distributed's functions: an ember::Error becomes a RuntimeError with
+// the same text (the package-wide translator would turn messages that say "out of range"
+// into IndexError, which torch.distributed never raises).
+template <typename F>
+auto distributed_call(F&& f) {
+  try {
+    py::gil_scoped_release release;
+    return f();
+  } catch (const ember::Error& e) {
+    throw std::runtime_error(e.what());
+  }
 }
 
 // A Python object owned from C++ code that may drop it without the GIL (autograd nodes,

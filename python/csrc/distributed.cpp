@@ -26,17 +26,10 @@ namespace {
 namespace dist = ember::distributed;
 using std::chrono::milliseconds;
 
-// Runs f without the GIL; an ember::Error becomes a RuntimeError with the same text (the
-// package-wide translator would turn messages that say "out of range" into IndexError,
-// which torch.distributed never raises).
+// call(f): bind.h's distributed_call (without the GIL; ember::Error -> RuntimeError).
 template <typename F>
 auto call(F&& f) {
-  try {
-    py::gil_scoped_release release;
-    return f();
-  } catch (const ember::Error& e) {
-    throw std::runtime_error(e.what());
-  }
+  return distributed_call(std::forward<F>(f));
 }
 
 // A timeout argument: None (the default), a datetime.timedelta, or seconds as a number.

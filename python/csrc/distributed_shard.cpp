@@ -30,15 +30,10 @@ using nn::TensorList;
 using nn::parallel::FullyShardedDataParallelImpl;
 using nn::parallel::ShardingStrategy;
 
-// As distributed.cpp's call(): without the GIL; an ember::Error becomes a RuntimeError.
+// call(f): bind.h's distributed_call (without the GIL; ember::Error -> RuntimeError).
 template <typename F>
 auto call(F&& f) {
-  try {
-    py::gil_scoped_release release;
-    return f();
-  } catch (const ember::Error& e) {
-    throw std::runtime_error(e.what());
-  }
+  return distributed_call(std::forward<F>(f));
 }
 
 // Note [FSDP over Python modules].

@@ -892,6 +892,15 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
         m2_a += m2b + delta * delta * (n_a * nb / total);
         n_a = total;
       };
+      // A column's tiles merged in chunk order.
+      auto finish = [&](int64_t k, const Moments* part, int64_t chunks, int64_t stride) {
+        Moments a = part[0];
+        for (int64_t c = 1; c < chunks; ++c) {
+          const Moments& b = part[c * stride];
+          merge(a.n, a.mean, a.m2, b.n, b.mean, b.m2);
+        }
+        put(k, a.mean, a.m2);
+      };
       if constexpr (std::is_same_v<T, float>) {
         // Note [Column variance in blocks of rows]: float tiles are read once. Every block of
         // 8 rows gets a float mean, then the sum and squared sum of the deviations from it in
@@ -947,14 +956,7 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
               }
               for (int64_t j = 0; j < w; ++j) part[j] = Moments{n_a, mean[j], m2[j]};
             },
-            [&](int64_t k, const Moments* part, int64_t chunks, int64_t stride) {
-              Moments a = part[0];
-              for (int64_t c = 1; c < chunks; ++c) {
-                const Moments& b = part[c * stride];
-                merge(a.n, a.mean, a.m2, b.n, b.mean, b.m2);
-              }
-              put(k, a.mean, a.m2);
-            });
+            finish);
         return;
       }
       col_reduce<Moments>(
@@ -982,14 +984,7 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
             }
             for (int64_t j = 0; j < w; ++j) part[j] = Moments{rows, mu[j], acc[j]};
           },
-          [&](int64_t k, const Moments* part, int64_t chunks, int64_t stride) {
-            Moments a = part[0];
-            for (int64_t c = 1; c < chunks; ++c) {
-              const Moments& b = part[c * stride];
-              merge(a.n, a.mean, a.m2, b.n, b.mean, b.m2);
-            }
-            put(k, a.mean, a.m2);
-          });
+          finish);
       return;
     }
     const int64_t grain = std::max<int64_t>(1, kChunk / std::max<int64_t>(1, s.len));
