@@ -927,30 +927,36 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
                 }
                 const float inv = 1.0f / static_cast<float>(nb);
                 for (int64_t j = 0; j < w; ++j) bm[j] *= inv;
-                for (int64_t j = 0; j < w; ++j) {
-                  const float d = row[j] - bm[j];
-                  bd[j] = d;
-                  bq[j] = d * d;
-                }
-                for (int64_t q = 1; q < nb; ++q) {
-                  const float* rq = row + q * s.inner;
-                  for (int64_t j = 0; j < w; ++j) {
-                    const float d = rq[j] - bm[j];
-                    bd[j] += d;
-                    bq[j] += d * d;
-                  }
-                }
                 // bm is the block's mean only to float rounding; the deviations' own sum bd
                 // corrects it: mean = bm + bd / nb, m2 = sum d^2 - bd^2 / nb (the shift bm is
                 // within rounding of the mean, so nothing cancels).
                 const double nbd = static_cast<double>(nb), total = n_a + nbd;
                 const double wa = nbd / total, wb = n_a * nbd / total;
-                for (int64_t j = 0; j < w; ++j) {
-                  const double sd = static_cast<double>(bd[j]);
-                  const double mb = static_cast<double>(bm[j]) + sd / nbd;
-                  const double delta = mb - mean[j];
-                  mean[j] += delta * wa;
-                  m2[j] += (static_cast<double>(bq[j]) - sd * sd / nbd) + delta * delta * wb;
+                // The deviations and the merge in strips of 256 columns, whose arrays and block
+                // rows stay in L1 (the whole 2048-column block does not).
+                constexpr int64_t kStrip = 256;
+                for (int64_t j0 = 0; j0 < w; j0 += kStrip) {
+                  const int64_t j1 = std::min(w, j0 + kStrip);
+                  for (int64_t j = j0; j < j1; ++j) {
+                    const float d = row[j] - bm[j];
+                    bd[j] = d;
+                    bq[j] = d * d;
+                  }
+                  for (int64_t q = 1; q < nb; ++q) {
+                    const float* rq = row + q * s.inner;
+                    for (int64_t j = j0; j < j1; ++j) {
+                      const float d = rq[j] - bm[j];
+                      bd[j] += d;
+                      bq[j] += d * d;
+                    }
+                  }
+                  for (int64_t j = j0; j < j1; ++j) {
+                    const double sd = static_cast<double>(bd[j]);
+                    const double mb = static_cast<double>(bm[j]) + sd / nbd;
+                    const double delta = mb - mean[j];
+                    mean[j] += delta * wa;
+                    m2[j] += (static_cast<double>(bq[j]) - sd * sd / nbd) + delta * delta * wb;
+                  }
                 }
                 n_a = total;
               }
