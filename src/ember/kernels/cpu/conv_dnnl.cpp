@@ -64,16 +64,14 @@ bool eligible(const ConvGeometry& g) {
          g.out_w > 0;
 }
 
-bool env_enabled() {
+// EMBER_CONV_IMPL: "im2col" turns the oneDNN path off; "direct" keeps oneDNN but never
+// Winograd (Note [Winograd convolution]).
+bool env_impl_is(const char* name) {
   const char* v = std::getenv("EMBER_CONV_IMPL");
-  return !(v && std::strcmp(v, "im2col") == 0);
+  return v && std::strcmp(v, name) == 0;
 }
-
-// EMBER_CONV_IMPL=direct keeps oneDNN but never Winograd (Note [Winograd convolution]).
-bool env_winograd() {
-  const char* v = std::getenv("EMBER_CONV_IMPL");
-  return !(v && (std::strcmp(v, "im2col") == 0 || std::strcmp(v, "direct") == 0));
-}
+bool env_enabled() { return !env_impl_is("im2col"); }
+bool env_winograd() { return env_enabled() && !env_impl_is("direct"); }
 
 std::atomic<bool>& enabled_flag() {
   static std::atomic<bool> flag{env_enabled()};

@@ -89,17 +89,22 @@ void grad_sums_run(const T* g, const T* x, int64_t n, double mean, double& sg, d
 // the float rounding stays at a few ulps of a block sum. Lanes and blocks are fixed by the
 // position in the row, so the result is the same at every ISA level and thread count
 // (-ffp-contract=off keeps a * b + c unfused at every level).
+constexpr int64_t kLaneBlock = 256, kLanes = 32;
+
+// A block's kLanes float lanes added in a fixed tree, as a double.
+double fold_lanes(float* acc) {
+  for (int64_t w = kLanes / 2; w >= 1; w /= 2) {
+    for (int64_t k = 0; k < w; ++k) acc[k] += acc[k + w];
+  }
+  return static_cast<double>(acc[0]);
+}
+
 template <typename Term>
 double float_lane_sum(int64_t n, Term term) {
-  constexpr int64_t kBlock = 256, kLanes = 32;
+  constexpr int64_t kBlock = kLaneBlock;
+  const auto fold = fold_lanes;
   double total = 0;
   int64_t i = 0;
-  auto fold = [](float* acc) {
-    for (int64_t w = kLanes / 2; w >= 1; w /= 2) {
-      for (int64_t k = 0; k < w; ++k) acc[k] += acc[k + w];
-    }
-    return static_cast<double>(acc[0]);
-  };
   for (; i + kBlock <= n; i += kBlock) {
     float acc[kLanes] = {};
     for (int64_t j = 0; j < kBlock; j += kLanes) {
@@ -329,13 +334,8 @@ inline void ln_row_sums_run(const float* __restrict g, const float* __restrict x
 template <bool kW, bool kPW, bool kPB>
 void ln_row_sums_f32(const float* g, const float* x, const float* w, float* gw, float* pw, float* pb, int64_t n,
                      float m, float tr, float tshift, double& s1, double& s2) {
-  constexpr int64_t kBlock = 256, kLanes = 32;
-  auto fold = [](float* acc) {
-    for (int64_t v = kLanes / 2; v >= 1; v /= 2) {
-      for (int64_t k = 0; k < v; ++k) acc[k] += acc[k + v];
-    }
-    return static_cast<double>(acc[0]);
-  };
+  constexpr int64_t kBlock = kLaneBlock;
+  const auto fold = fold_lanes;
   // Offsets into the optional arrays stay null when the array is absent.
   auto at = [](auto* p, int64_t i) { return p ? p + i : p; };
   double t1 = 0, t2 = 0;
@@ -400,6 +400,9 @@ void ln_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tens
     T* pw = dw ? part_w.data() + chunk * cols : nullptr;
     T* pb = db ? part_b.data() + chunk * cols : nullptr;
     std::vector<T> gw(w ? static_cast<size_t>(cols) : 0);
+    // Note [Fused layer-norm backward]: the float row pass for the operands present.
+    [[maybe_unused]] const LnRowSumsF32 row_sums =
+        std::is_same_v<T, float> ? pick_ln_row_sums(w != nullptr, pw != nullptr, pb != nullptr) : nullptr;
     for (int64_t r = r0; r < r1; ++r) {
       const T* gr = g + r * cols;
       const T* xr = x + r * cols;
@@ -410,9 +413,7 @@ void ln_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tens
       double s1 = 0, s2 = 0;
       if constexpr (std::is_same_v<T, float>) {
         if (!dx && !pw && !pb) continue;
-        // Note [Fused layer-norm backward]
-        pick_ln_row_sums(w != nullptr, pw != nullptr, pb != nullptr)(gr, xr, w, gw.data(), pw, pb, cols,
-                                                                    static_cast<float>(mean), tr, tshift, s1, s2);
+        row_sums(gr, xr, w, gw.data(), pw, pb, cols, static_cast<float>(mean), tr, tshift, s1, s2);
         if (!dx) continue;
       } else {
         if (pw) {
