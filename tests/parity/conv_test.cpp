@@ -115,7 +115,8 @@ TEST(ConvParity, NonContiguousInputs) {
 // data full of ties (ReLU'd, rounded) with NaNs, for row widths below, at and above one
 // vector, odd sizes, and the gradient routed by those indices.
 TEST(PoolParity, MaxPool2x2Float32TiesAndNaN) {
-  for (I64 shape : {I64{3, 5, 28, 28}, I64{2, 4, 14, 15}, I64{2, 3, 9, 16}, I64{1, 2, 5, 7}, I64{2, 2, 6, 34}}) {
+  for (I64 shape : {I64{3, 5, 28, 28}, I64{2, 4, 14, 15}, I64{2, 3, 9, 16}, I64{1, 2, 5, 7}, I64{2, 2, 6, 34},
+                    I64{2, 3, 7, 7}, I64{1, 2, 5, 70}, I64{1, 1, 2, 2}}) {
     ET x = (ember::randn(shape) * 2).round().relu() * 0.5;
     ET flat = x.view({-1});
     for (int64_t i = 3; i < flat.size(0); i += 37) flat.slice(0, i, i + 1).fill_(NAN);

@@ -34,6 +34,13 @@ void dispatch_pool(DType dt, const char* op, F&& f) {
   }
 }
 
+// 2x2 windows with stride 2, no padding or dilation, all inside the input: with ceil_mode an
+// odd size adds a last window that hangs over the edge, which only the general loops clip.
+bool two_by_two(const PoolGeometry& g) {
+  return g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0 &&
+         g.dil_h == 1 && g.dil_w == 1 && 2 * g.out_h <= g.in_h && 2 * g.out_w <= g.in_w;
+}
+
 // NaN wins, then the first of equal values (PyTorch's rule).
 template <typename T>
 inline bool takes_over(T v, T best) {
@@ -103,6 +110,94 @@ inline void max_pool_2x2_avx2(const float* r0, const float* r1, float* y, int64_
   }
 }
 
+#if defined(__AVX512F__) && defined(__AVX512VL__) && defined(__AVX512BW__)
+// The same 2x2 / stride-2 row in AVX-512: 16 outputs from 32 inputs per row of the window,
+// with masked loads and stores for a short or last block (cheap at this level, unlike
+// AVX2's vmaskmov), so a 7- or 14-wide output row is one step instead of a masked copy or
+// two overlapping blocks. The comparisons and blends are the AVX2 version's, lane for lane.
+inline void max_pool_2x2_avx512(const float* r0, const float* r1, float* y, int64_t* idx, int64_t ow0, int n,
+                                int32_t base, int32_t W) {
+  const auto m_out = static_cast<__mmask16>((1u << n) - 1u);
+  const auto m_lo = static_cast<__mmask16>(n >= 8 ? 0xFFFFu : (1u << (2 * n)) - 1u);
+  const auto m_hi = static_cast<__mmask16>(n <= 8 ? 0u : (1u << (2 * n - 16)) - 1u);
+  const __m512i even_at = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd_at = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  auto deint = [&](const float* p, __m512& even, __m512& odd) {
+    const __m512 lo = _mm512_maskz_loadu_ps(m_lo, p), hi = _mm512_maskz_loadu_ps(m_hi, p + 16);
+    even = _mm512_permutex2var_ps(lo, even_at, hi);
+    odd = _mm512_permutex2var_ps(lo, odd_at, hi);
+  };
+  auto wins = [](__m512 v, __m512 best) -> __mmask16 {
+    return _mm512_cmp_ps_mask(v, best, _CMP_GT_OQ) | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+  };
+  __m512 a, b, c, d;
+  deint(r0 + 2 * ow0, a, b);
+  deint(r1 + 2 * ow0, c, d);
+  const __mmask16 t1 = wins(b, a), t2 = wins(d, c);
+  const __m512 ab = _mm512_mask_blend_ps(t1, a, b), cd = _mm512_mask_blend_ps(t2, c, d);
+  const __mmask16 t = wins(cd, ab);
+  _mm512_mask_storeu_ps(y + ow0, m_out, _mm512_mask_blend_ps(t, ab, cd));
+  if (idx) {
+    const __m512i k1 = _mm512_maskz_mov_epi32(t1, _mm512_set1_epi32(1));
+    const __m512i k2 = _mm512_add_epi32(_mm512_set1_epi32(W), _mm512_maskz_mov_epi32(t2, _mm512_set1_epi32(1)));
+    const __m512i k = _mm512_mask_blend_epi32(t, k1, k2);
+    const __m512i pos = _mm512_add_epi32(_mm512_set1_epi32(base + 2 * static_cast<int32_t>(ow0)), even_at);
+    const __m512i i32 = _mm512_add_epi32(pos, k);
+    long long* out = reinterpret_cast<long long*>(idx + ow0);
+    _mm512_mask_storeu_epi64(out, static_cast<__mmask8>(m_out & 0xFF), _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_extracti64x4_epi64(0xF, i32, 0)));
+    if (n > 8) {
+      _mm512_mask_storeu_epi64(out + 8, static_cast<__mmask8>(m_out >> 8),
+                               _mm512_maskz_cvtepi32_epi64(0xFF, _mm512_maskz_extracti64x4_epi64(0xF, i32, 1)));
+    }
+  }
+}
+
+// Max-pool backward of one plane for 2x2 / stride-2 windows that do not overlap and lie
+// inside the input: every input element belongs to at most one window, so each dx element
+// is written once, in order (dy[w] where the window's saved index points at it, else 0),
+// instead of zeroing the plane and scattering into it. Returns false, having written an
+// unspecified part of the plane, if an index does not point into its window (indices not
+// made by max_pool2d's forward); the caller then takes the general path.
+inline bool max_pool_2x2_backward_plane_avx512(float* dx, const float* dy, const int64_t* ip, const PoolGeometry& g) {
+  const int64_t W = g.in_w, OW = g.out_w;
+  const __m256i lane2 = _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14);
+  const __m512i inter = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m256i w0 = _mm256_set1_epi32(static_cast<int32_t>(W)), w1 = _mm256_set1_epi32(static_cast<int32_t>(W + 1));
+  const __m256i one = _mm256_set1_epi32(1), zero = _mm256_setzero_si256();
+  for (int64_t oh = 0; oh < g.out_h; ++oh) {
+    float* r0 = dx + 2 * oh * W;
+    float* r1 = r0 + W;
+    const float* s = dy + oh * OW;
+    const int64_t* ir = ip + oh * OW;
+    const auto base = static_cast<int32_t>(2 * oh * W);
+    for (int64_t ow = 0; ow < OW; ow += 8) {
+      const int n = static_cast<int>(std::min<int64_t>(8, OW - ow));
+      const auto m8 = static_cast<__mmask8>((1u << n) - 1u);
+      const auto m16 = static_cast<__mmask16>((1u << (2 * n)) - 1u);
+      const __m512i at = _mm512_maskz_loadu_epi64(m8, ir + ow);
+      // Offsets of the winners inside their windows: 0, 1, W or W + 1.
+      const __m256i k = _mm256_sub_epi32(_mm512_maskz_cvtepi64_epi32(0xFF, at),
+                                         _mm256_add_epi32(_mm256_set1_epi32(base + 2 * static_cast<int32_t>(ow)), lane2));
+      const __mmask8 e0 = _mm256_cmpeq_epi32_mask(k, zero), o0 = _mm256_cmpeq_epi32_mask(k, one);
+      const __mmask8 e1 = _mm256_cmpeq_epi32_mask(k, w0), o1 = _mm256_cmpeq_epi32_mask(k, w1);
+      if (static_cast<__mmask8>(e0 | o0 | e1 | o1) != m8) return false;
+      // An index past int32 range would have wrapped: check the high halves too.
+      if (_mm512_mask_cmpneq_epi64_mask(m8, _mm512_maskz_srai_epi64(0xFF, at, 31), _mm512_setzero_si512()) != 0) return false;
+      const __m512 v = _mm512_maskz_loadu_ps(m8, s + ow);  // lanes 8-15 unused
+      const __m512 ve0 = _mm512_maskz_mov_ps(e0, v), vo0 = _mm512_maskz_mov_ps(o0, v);
+      const __m512 ve1 = _mm512_maskz_mov_ps(e1, v), vo1 = _mm512_maskz_mov_ps(o1, v);
+      _mm512_mask_storeu_ps(r0 + 2 * ow, m16, _mm512_permutex2var_ps(ve0, inter, vo0));
+      _mm512_mask_storeu_ps(r1 + 2 * ow, m16, _mm512_permutex2var_ps(ve1, inter, vo1));
+    }
+    // An odd width leaves a last column outside every window.
+    for (int64_t w = 2 * OW; w < W; ++w) r0[w] = r1[w] = 0.0f;
+  }
+  // And an odd height a last row.
+  std::fill(dx + 2 * g.out_h * W, dx + g.in_h * W, 0.0f);
+  return true;
+}
+#endif
+
 // One plane; the last block of a row of 8+ outputs is shifted back to end at the row's end
 // (recomputing a few outputs with the same values) so that it stays unmasked.
 void max_pool_2x2_plane_avx2(const float* x, float* y, int64_t* idx, const PoolGeometry& g) {
@@ -114,6 +209,12 @@ void max_pool_2x2_plane_avx2(const float* x, float* y, int64_t* idx, const PoolG
     float* yr = y + oh * OW;
     int64_t* ir = idx ? idx + oh * OW : nullptr;
     const auto base = static_cast<int32_t>(2 * oh * W);
+#if defined(__AVX512F__) && defined(__AVX512VL__) && defined(__AVX512BW__)
+    for (int64_t s = 0; s < OW; s += 16) {
+      max_pool_2x2_avx512(r0, r1, yr, ir, s, static_cast<int>(std::min<int64_t>(16, OW - s)), base, w32);
+    }
+    continue;
+#endif
     int64_t s = 0;
     for (; s + 8 <= OW; s += 8) max_pool_2x2_avx2(r0, r1, yr, ir, s, 8, base, w32);
     if (s < OW) {
@@ -130,10 +231,7 @@ void max_pool_2x2_plane_avx2(const float* x, float* y, int64_t* idx, const PoolG
 template <typename T>
 void max_pool_plane(const T* x, T* y, int64_t* idx, const PoolGeometry& g) {
   const int64_t H = g.in_h, W = g.in_w;
-  // The 2x2 fast path reads whole windows: with ceil_mode an odd size adds a last window
-  // that hangs over the edge, which only the general loop clips.
-  const bool fast2 = g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 &&
-                     g.pad_w == 0 && g.dil_h == 1 && g.dil_w == 1 && 2 * g.out_h <= H && 2 * g.out_w <= W;
+  const bool fast2 = two_by_two(g);
 #if defined(__AVX2__)
   // 32-bit index arithmetic there: the plane must be smaller than 2^31 elements.
   if constexpr (std::is_same_v<T, float>) {
@@ -256,11 +354,17 @@ void max_pool2d_backward(const Tensor& grad_input, const Tensor& grad_out, const
     const int64_t* idx = indices.data_ptr<int64_t>();
     T* dx = grad_input.data_ptr<T>();
     const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+    [[maybe_unused]] const bool fast2 = two_by_two(g) && in_plane < (int64_t{1} << 31);
     parallel_for(0, g.planes, plane_grain(g), [&](int64_t begin, int64_t end) {
       for (int64_t p = begin; p < end; ++p) {
         T* d = dx + p * in_plane;
         const T* s = dy + p * out_plane;
         const int64_t* ip = idx + p * out_plane;
+#if defined(__AVX512F__) && defined(__AVX512VL__) && defined(__AVX512BW__)
+        if constexpr (std::is_same_v<T, float>) {
+          if (fast2 && max_pool_2x2_backward_plane_avx512(d, s, ip, g)) continue;
+        }
+#endif
         // Zeroed plane by plane, so the scatter finds the plane in cache (zeroing the whole
         // range first wrote it to memory and read it back).
         std::fill(d, d + in_plane, T(0));
