@@ -4,6 +4,7 @@
 
 #include "ember/autograd/fn_node.h"
 #include "ember/ops/conv_prim.h"
+#include "ember/ops/creation.h"
 #include "ember/ops/index.h"
 #include "ember/ops/pointwise.h"
 
@@ -81,9 +82,19 @@ variable_list conv_formula(FnNode& n, const variable_list& grads) {
 // indices (max pooling). The adjoint of each map:
 //   max pooling's scatter <-> gather at the indices; Avg <-> AvgBackward;
 //   Adaptive <-> AdaptiveBackward.
-Tensor gather_at(const Tensor& grad_input, const Tensor& indices, const PoolGeometry& g) {
+// Window offsets (uint8, Note [Max-pool window offsets]) as flat int64 indices.
+Tensor offsets_to_indices(const Tensor& offsets, const PoolGeometry& g) {
+  const Tensor off = offsets.to(kInt64);
+  const TensorOptions i64(kInt64);
+  const Tensor corner = ember::arange(g.out_h, i64).view({g.out_h, 1}) * (2 * g.in_w) +
+                        ember::arange(g.out_w, i64).view({1, g.out_w}) * 2;
+  return corner + ember::div(off, 2, "floor") * g.in_w + ember::remainder(off, 2);
+}
+
+Tensor gather_at(const Tensor& grad_input, const Tensor& saved, const PoolGeometry& g) {
   // grad_input (..., H, W) read at each plane's indices gives (..., OH, OW).
   // Index -1 (a window with no input element, Note in kernels/cpu/pool.cpp) reads 0.
+  const Tensor indices = saved.dtype() == kUInt8 ? offsets_to_indices(saved, g) : saved;
   const Tensor flat = grad_input.reshape({g.planes, g.in_h * g.in_w});
   const Tensor idx = indices.reshape({g.planes, g.out_h * g.out_w});
   const Tensor got = flat.gather(1, idx.clamp_min(0));

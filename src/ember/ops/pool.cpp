@@ -140,7 +140,12 @@ std::tuple<Tensor, Tensor> max_pool_impl(const char* op, const Tensor& input, In
     AutoGradMode off(false);
     const Tensor xc = x.contiguous();
     out = empty(with_plane(x, g.out_h, g.out_w), x.dtype());
-    if (grad || want_indices) indices = empty(with_plane(x, g.out_h, g.out_w), kInt64);
+    // Only the backward reads them: one byte per output where the windows allow it
+    // (Note [Max-pool window offsets] in kernels/cpu/pool.cpp).
+    if (grad || want_indices) {
+      const bool offsets = !want_indices && kernels::cpu::max_pool2d_window_offsets(g);
+      indices = empty(with_plane(x, g.out_h, g.out_w), offsets ? kUInt8 : kInt64);
+    }
     kernels::cpu::max_pool2d_forward(out, indices, xc, g);
   }
   if (grad) autograd::fn::max_pool2d(x, out, indices, g);

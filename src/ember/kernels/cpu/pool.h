@@ -15,10 +15,17 @@ struct PoolGeometry {
   int64_t kernel_h = 1, kernel_w = 1, stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1;
 };
 
-// out = the window maxima (NaN wins, as in PyTorch); indices (int64, may be undefined)
-// = the flat position ih * W + iw of each maximum within its plane.
+// out = the window maxima (NaN wins, as in PyTorch); indices (may be undefined): int64, the
+// flat position ih * W + iw of each maximum within its plane, or, for 2x2 windows with
+// stride 2 only (max_pool2d_window_offsets), uint8, the maximum's offset in its window
+// (Note [Max-pool window offsets] in pool.cpp).
 void max_pool2d_forward(const Tensor& out, const Tensor& indices, const Tensor& input, const PoolGeometry& g);
-// grad_input (overwritten) = grad_out scattered to the positions in indices.
+// Whether g's windows can be saved as uint8 window offsets.
+inline bool max_pool2d_window_offsets(const PoolGeometry& g) {
+  return g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0 &&
+         g.dil_h == 1 && g.dil_w == 1 && 2 * g.out_h <= g.in_h && 2 * g.out_w <= g.in_w;
+}
+// grad_input (overwritten) = grad_out scattered to the positions in indices (either form).
 void max_pool2d_backward(const Tensor& grad_input, const Tensor& grad_out, const Tensor& indices,
                          const PoolGeometry& g);
 // Window means with PyTorch's divisor rules; divisor_override 0 means none.
