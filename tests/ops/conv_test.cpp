@@ -238,6 +238,52 @@ TEST(ConvDeterminism, OneDnnPathThreadsAndIm2colAgree) {
   }
 }
 
+// Note [Bias gradient with the weight gradient]: with both gradients wanted and no graph
+// recorded, the weight-gradient kernels sum grad_out for the bias too. On every path (oneDNN,
+// few-tap, im2col with groups, 1-D, float64) the bias gradient matches a float64 sum of
+// grad_out, is the same for 1 and 2 threads, and agrees with the separate sum that a
+// recorded (create_graph) backward still takes.
+TEST(ConvDeterminism, BiasGradientWithWeightGradient) {
+  struct Case {
+    std::vector<int64_t> x, w;
+    int64_t groups;
+    DType dt;
+  };
+  const std::vector<Case> cases = {{{64, 32, 14, 14}, {64, 32, 3, 3}, 1, kFloat32},
+                                   {{64, 1, 28, 28}, {32, 1, 3, 3}, 1, kFloat32},
+                                   {{5, 4, 9, 9}, {6, 2, 3, 3}, 2, kFloat32},
+                                   {{4, 3, 50}, {5, 3, 3}, 1, kFloat32},
+                                   {{3, 2, 6, 6}, {4, 2, 3, 3}, 1, kFloat64},
+                                   {{0, 16, 8, 8}, {16, 16, 3, 3}, 1, kFloat32}};
+  const int saved = get_num_threads();
+  for (const Case& c : cases) {
+    const bool one_d = c.x.size() == 3;
+    Tensor x = randn(c.x, c.dt), w = randn(c.w, c.dt), b = randn({c.w[0]}, c.dt);
+    auto conv = [&](const Tensor& xr, const Tensor& wr, const Tensor& br) {
+      return one_d ? conv1d(xr, wr, br, 1, 1, 1, c.groups) : conv2d(xr, wr, br, 1, 1, 1, c.groups);
+    };
+    Tensor gy = randn(conv(x, w, b).sizes(), c.dt) + 3;
+    auto run = [&](int threads, bool create_graph) {
+      set_num_threads(threads);
+      Tensor wr = w.detach().requires_grad_(), br = b.detach().requires_grad_();
+      auto grads = autograd::grad({conv(x, wr, br)}, {wr, br}, {gy}, std::nullopt, create_graph);
+      return std::vector<Tensor>{grads[0].detach(), grads[1].detach()};
+    };
+    std::vector<Tensor> one = run(1, false), two = run(2, false), recorded = run(2, true);
+    std::string what;
+    for (int64_t d : c.x) what += std::to_string(d) + " ";
+    EXPECT_TRUE(one[0].equal(two[0])) << what;
+    EXPECT_TRUE(one[1].equal(two[1])) << what;
+    const Tensor ref = gy.to(kFloat64).sum(one_d ? std::vector<int64_t>{0, 2} : std::vector<int64_t>{0, 2, 3});
+    const double tol = c.dt == kFloat64 ? 1e-12 : 2e-6;
+    EXPECT_LE((one[1].to(kFloat64) - ref).abs().max().item<double>(), tol * (1 + ref.abs().max().item<double>()))
+        << what;
+    EXPECT_TRUE(one[1].allclose(recorded[1], 1e-5, 1e-5)) << what;
+    EXPECT_TRUE(one[0].equal(recorded[0])) << what;
+  }
+  set_num_threads(saved);
+}
+
 // Note [Winograd convolution]: 3x3 stride-1 float32 layers of 16+ channels run on oneDNN's
 // Winograd kernels where the CPU has them. Forward, input gradient and weight gradient are
 // bit-identical for 1 and 2 threads (a batch with a short last chunk included), and their

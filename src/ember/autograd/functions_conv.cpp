@@ -8,6 +8,8 @@
 #include "ember/ops/index.h"
 #include "ember/ops/pointwise.h"
 
+#include <tuple>
+
 namespace ember::autograd::fn {
 
 namespace {
@@ -58,6 +60,13 @@ variable_list conv_formula(FnNode& n, const variable_list& grads) {
       case ConvKind::Input: da = ember::conv_prim(ConvKind::Forward, g, b, {}, geom, one_d); break;
       case ConvKind::Weight: da = ember::conv_prim(ConvKind::Input, b, g, {}, geom, one_d); break;
     }
+  }
+  const bool bias_wanted = n.num_outputs() > 2 && n.should_compute_output(2);
+  if (kind == ConvKind::Forward && bias_wanted && n.should_compute_output(1) && !GradMode::is_enabled() &&
+      (g.dtype() == kFloat32 || g.dtype() == kFloat64) && n.saved(0).dtype() == g.dtype()) {
+    // Both from one pass over g (Note [Bias gradient with the weight gradient]).
+    std::tie(db, dbias) = ember::conv_weight_bias_grad(n.saved(0), g, geom, one_d);
+    return {da, db, dbias};
   }
   if (n.should_compute_output(1)) {
     const Tensor a = n.saved(0);

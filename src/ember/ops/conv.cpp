@@ -280,6 +280,16 @@ Tensor string_padding(const char* op, const Tensor& input, const Tensor& weight,
 
 }  // namespace
 
+std::pair<Tensor, Tensor> conv_weight_bias_grad(const Tensor& x, const Tensor& dy, const ConvGeometry& g, bool one_d) {
+  const DType dt = dy.dtype();
+  EMBER_CHECK((dt == kFloat32 || dt == kFloat64) && x.dtype() == dt,
+              "[conv2d] internal: conv_weight_bias_grad takes float32/float64, got ", x.dtype(), " and ", dt);
+  const DimVector xs = x_shape(g, one_d), ys = y_shape(g, one_d), ws = w_shape(g, one_d);
+  Tensor dw = empty(ws, dt), db = empty({g.out_channels}, dt);
+  kernels::cpu::conv2d_weight_grad(as_4d(dw, ws), as_4d(x, xs), as_4d(dy, ys), g, db);
+  return {dw, db};
+}
+
 Tensor conv_prim(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& bias, const ConvGeometry& g,
                  bool one_d) {
   if (autograd::needs_grad(a, b, bias)) {

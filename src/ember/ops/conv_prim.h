@@ -8,6 +8,7 @@
 // fixed, so each pooling op pairs a forward map with its adjoint the same way.
 
 #include <cstdint>
+#include <utility>
 
 #include "ember/core/function_ref.h"
 #include "ember/core/tensor.h"
@@ -24,6 +25,13 @@ enum class ConvKind : int64_t { Forward = 0, Input = 1, Weight = 2 };
 // accumulate in float32 and round once (Note [bf16 convolution] in kernels/cpu/conv_dnnl.cpp).
 Tensor conv_prim(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& bias,
                  const kernels::cpu::ConvGeometry& g, bool one_d);
+
+// The weight and bias gradients of a Forward map (x, w) -> y at dy in one pass over dy
+// (Note [Bias gradient with the weight gradient] in kernels/cpu/conv.cpp): float32/float64,
+// recording no graph; the weight gradient is conv_prim(Weight, x, dy)'s, the bias gradient
+// dy summed over the batch and spatial dims.
+std::pair<Tensor, Tensor> conv_weight_bias_grad(const Tensor& x, const Tensor& dy, const kernels::cpu::ConvGeometry& g,
+                                                bool one_d);
 
 enum class PoolKind : int64_t { MaxBackward = 0, Avg = 1, AvgBackward = 2, Adaptive = 3, AdaptiveBackward = 4 };
 

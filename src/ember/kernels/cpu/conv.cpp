@@ -4,6 +4,7 @@
 #include "ember/kernels/cpu/conv.h"
 #include "ember/kernels/cpu/conv_dnnl.h"
 #include "ember/kernels/cpu/one_thread.h"
+#include "ember/kernels/cpu/plane_sum.h"
 
 #include <cblas.h>
 #include <omp.h>
@@ -226,8 +227,32 @@ void input_grad_impl(const Tensor& grad_input, const Tensor& grad_out, const Ten
 // products need neither a batch-sized column matrix nor a transposed copy of dy.
 constexpr int64_t kWeightChunks = 16;
 
+// Note [Bias gradient with the weight gradient]: a convolution's bias gradient is grad_out
+// summed over the batch and spatial dims. Computed on its own it is one more pass over
+// grad_out (the main job's first layer: 6.4 MB per step, from memory); the weight-gradient
+// kernels read grad_out image by image anyway, so when asked they also sum each image's
+// planes (run_sum, in double) into a partial per chunk of images while the image is in
+// cache, and add the partials in chunk order: the chunks depend only on the shapes, so the
+// result does not depend on the thread count. autograd takes this path when it needs both
+// gradients and records no graph (conv_weight_bias_grad in ops/conv.cpp).
 template <typename T>
-void weight_grad_impl(const Tensor& grad_weight, const Tensor& input, const Tensor& grad_out, const ConvGeometry& g) {
+void add_plane_sums(double* part, const T* dy_image, int64_t channels, int64_t plane) {
+  for (int64_t o = 0; o < channels; ++o) part[o] += run_sum(dy_image + o * plane, plane);
+}
+
+template <typename T>
+void finish_bias(const Tensor& grad_bias, const std::vector<double>& part, int64_t chunks, int64_t channels) {
+  T* db = grad_bias.data_ptr<T>();
+  for (int64_t o = 0; o < channels; ++o) {
+    double sum = 0;
+    for (int64_t c = 0; c < chunks; ++c) sum += part[static_cast<size_t>(c * channels + o)];
+    db[o] = static_cast<T>(sum);
+  }
+}
+
+template <typename T>
+void weight_grad_impl(const Tensor& grad_weight, const Tensor& input, const Tensor& grad_out, const ConvGeometry& g,
+                      const Tensor& grad_bias) {
   const int64_t Cg = g.in_channels / g.groups, Og = g.out_channels / g.groups;
   const int64_t Kg = Cg * g.kernel_h * g.kernel_w, OHW = g.out_h * g.out_w, HW = g.in_h * g.in_w;
   const int64_t K = g.in_channels * g.kernel_h * g.kernel_w;
@@ -241,12 +266,16 @@ void weight_grad_impl(const Tensor& grad_weight, const Tensor& input, const Tens
   Tensor partial_t = chunks > 1 ? empty({chunks - 1, wsize}, input.dtype()) : Tensor();
   T* partial = chunks > 1 ? partial_t.data_ptr<T>() : nullptr;
   const bool direct = col_is_input(g);
+  std::vector<double> bias_part(grad_bias.defined() ? static_cast<size_t>(chunks * g.out_channels) : 0, 0.0);
   parallel_for(0, g.batch, grain, [&](int64_t begin, int64_t end) {
     OneOmpThread one_thread;
     const int64_t chunk = begin / grain;
     T* acc = chunk == 0 ? dw : partial + (chunk - 1) * wsize;
     T* col = direct ? nullptr : scratch<T>(static_cast<size_t>(K * OHW));
     for (int64_t n = begin; n < end; ++n) {
+      if (!bias_part.empty()) {
+        add_plane_sums(bias_part.data() + chunk * g.out_channels, dy + n * g.out_channels * OHW, g.out_channels, OHW);
+      }
       const T* xn = x + n * g.in_channels * HW;
       if (!direct) im2col(xn, g.in_channels, g, col, OHW);
       const T* cn = direct ? xn : col;
@@ -267,6 +296,7 @@ void weight_grad_impl(const Tensor& grad_weight, const Tensor& input, const Tens
     const T* p = partial + (c - 1) * wsize;
     for (int64_t i = 0; i < wsize; ++i) dw[i] += p[i];
   }
+  if (grad_bias.defined()) finish_bias<T>(grad_bias, bias_part, chunks, g.out_channels);
 }
 
 template <typename F>
@@ -330,21 +360,29 @@ void conv2d_input_grad(const Tensor& grad_input, const Tensor& grad_out, const T
 }
 
 void conv2d_weight_grad(const Tensor& grad_weight, const Tensor& input, const Tensor& grad_out,
-                        const ConvGeometry& g) {
-  if (grad_weight.numel() == 0) return;
+                        const ConvGeometry& g, const Tensor& grad_bias) {
   dispatch_conv(grad_weight.dtype(), "conv2d", [&](auto tag) {
     using T = decltype(tag);
-    if (g.batch * g.out_h * g.out_w == 0) {
+    if (grad_weight.numel() == 0 || g.batch * g.out_h * g.out_w == 0) {
+      // Nothing to multiply; the bias gradient is a plain sum (zero for an empty grad_out).
       std::fill(grad_weight.data_ptr<T>(), grad_weight.data_ptr<T>() + grad_weight.numel(), T(0));
+      if (grad_bias.defined()) {
+        std::vector<double> part(static_cast<size_t>(g.out_channels), 0.0);
+        const int64_t ohw = g.out_h * g.out_w;
+        for (int64_t n = 0; n < g.batch; ++n) {
+          add_plane_sums(part.data(), grad_out.data_ptr<T>() + n * g.out_channels * ohw, g.out_channels, ohw);
+        }
+        finish_bias<T>(grad_bias, part, 1, g.out_channels);
+      }
       return;
     }
     if constexpr (std::is_same_v<T, float>) {
       if (dnnl_conv_weight_grad(grad_weight.data_ptr<float>(), input.data_ptr<float>(), grad_out.data_ptr<float>(),
-                                g)) {
+                                g, grad_bias.defined() ? grad_bias.data_ptr<float>() : nullptr)) {
         return;
       }
     }
-    weight_grad_impl<T>(grad_weight, input, grad_out, g);
+    weight_grad_impl<T>(grad_weight, input, grad_out, g, grad_bias);
   });
 }
 

@@ -30,9 +30,12 @@ void conv2d_forward(const Tensor& out, const Tensor& input, const Tensor& weight
 // forward of the transposed convolution). grad_input is overwritten.
 void conv2d_input_grad(const Tensor& grad_input, const Tensor& grad_out, const Tensor& weight,
                        const ConvGeometry& g);
-// grad_weight = the gradient of conv with respect to its weight. Overwritten.
+// grad_weight = the gradient of conv with respect to its weight. Overwritten. grad_bias, if
+// defined (same dtype, [out_channels]), is overwritten with the bias gradient, grad_out summed
+// over the batch and spatial dims, in the same pass over grad_out (Note [Bias gradient with
+// the weight gradient] in conv.cpp).
 void conv2d_weight_grad(const Tensor& grad_weight, const Tensor& input, const Tensor& grad_out,
-                        const ConvGeometry& g);
+                        const ConvGeometry& g, const Tensor& grad_bias = {});
 
 // Note [Few-tap convolutions]: when an output value reads few inputs (K = in_channels /
 // groups * kernel_h * kernel_w <= kFewTaps, e.g. the first layer on a 1- or 3-channel

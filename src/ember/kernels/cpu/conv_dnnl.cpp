@@ -41,6 +41,7 @@
 #include "ember/core/parallel.h"
 #include "ember/kernels/cpu/gemm_lowp.h"
 #include "ember/kernels/cpu/one_thread.h"
+#include "ember/kernels/cpu/plane_sum.h"
 
 namespace ember::kernels::cpu {
 
@@ -304,6 +305,7 @@ struct ChunkRun {
   const float* bias;
   void* out;
   int64_t out_image;  // elements per image of out (Forward/Input); per chunk for Weight
+  double* bias_part = nullptr;  // Weight, float32: row c gets chunk c's bias gradient
 };
 
 size_t elem_size(DT dt) { return dt == DT::f32 ? 4 : 2; }
@@ -360,6 +362,16 @@ bool run_chunks(const ChunkRun& r) {
       const memory out = p.r_out.identity ? out_user : memory(p.out_conv, eng, ts.out.get(p.out_conv.get_size()));
       std::unordered_map<int, memory> args{{p.arg_in1, in1}, {p.arg_out, out}, {DNNL_ARG_SCRATCHPAD, scratch}};
       if (r.kind == Kind::Weight) {
+        if (r.bias_part) {
+          // Before the reorder, which then finds dy's chunk in cache.
+          const int64_t images = c == chunks - 1 ? g.batch - n0 : mb, ohw = g.out_h * g.out_w;
+          const float* dy = static_cast<const float*>(r.in2) + n0 * r.in2_image;
+          double* part = r.bias_part + c * g.out_channels;
+          std::fill(part, part + g.out_channels, 0.0);
+          for (int64_t i = 0; i < images; ++i) {
+            for (int64_t o = 0; o < g.out_channels; ++o) part[o] += float_run_sum(dy + i * r.in2_image + o * ohw, ohw);
+          }
+        }
         const memory in2_user(p.in2_user, eng, at(r.in2, n0 * r.in2_image, r.dt));
         memory in2 = in2_user;
         if (!p.r_in2.identity) {
@@ -403,7 +415,7 @@ bool run_input_grad(DT dt, void* dx, const void* dy, const void* w, const ConvGe
                      g.in_channels * g.in_h * g.in_w});
 }
 
-bool run_weight_grad(DT dt, float* dw, const void* x, const void* dy, const ConvGeometry& g) {
+bool run_weight_grad(DT dt, float* dw, const void* x, const void* dy, const ConvGeometry& g, float* dbias) {
   const int64_t mb = ceil_div(g.batch, kChunks);
   const int64_t chunks = ceil_div(g.batch, mb);
   const int64_t wsize = g.out_channels * g.in_channels * g.kernel_h * g.kernel_w;
@@ -415,9 +427,17 @@ bool run_weight_grad(DT dt, float* dw, const void* x, const void* dy, const Conv
     all.resize(static_cast<size_t>(chunks * wsize));
     target = all.data();
   }
+  std::vector<double> bias_part(dbias ? static_cast<size_t>(chunks * g.out_channels) : 0);
   if (!run_chunks({Kind::Weight, g, dt, x, g.in_channels * g.in_h * g.in_w, dy, g.out_channels * g.out_h * g.out_w,
-                   nullptr, nullptr, target, wsize})) {
+                   nullptr, nullptr, target, wsize, dbias ? bias_part.data() : nullptr})) {
     return false;
+  }
+  if (dbias) {
+    for (int64_t o = 0; o < g.out_channels; ++o) {
+      double sum = 0;
+      for (int64_t c = 0; c < chunks; ++c) sum += bias_part[static_cast<size_t>(c * g.out_channels + o)];
+      dbias[o] = static_cast<float>(sum);
+    }
   }
   if (chunks > 1) {
     std::copy(all.begin(), all.begin() + wsize, dw);
@@ -441,9 +461,9 @@ bool dnnl_conv_input_grad(float* dx, const float* dy, const float* w, const Conv
   return run_input_grad(DT::f32, dx, dy, w, g);
 }
 
-bool dnnl_conv_weight_grad(float* dw, const float* x, const float* dy, const ConvGeometry& g) {
+bool dnnl_conv_weight_grad(float* dw, const float* x, const float* dy, const ConvGeometry& g, float* dbias) {
   if (!dnnl_conv_enabled() || !eligible(g)) return false;
-  return run_weight_grad(DT::f32, dw, x, dy, g);
+  return run_weight_grad(DT::f32, dw, x, dy, g, dbias);
 }
 
 bool dnnl_conv_lowp_eligible(DType dt, const ConvGeometry& g) {
@@ -463,7 +483,7 @@ bool dnnl_conv_lowp_input_grad(DType dt, void* dx, const void* dy, const void* w
 
 bool dnnl_conv_lowp_weight_grad(DType dt, float* dw, const void* x, const void* dy, const ConvGeometry& g) {
   if (!dnnl_conv_lowp_eligible(dt, g)) return false;
-  return run_weight_grad(dnnl_type(dt), dw, x, dy, g);
+  return run_weight_grad(dnnl_type(dt), dw, x, dy, g, nullptr);
 }
 
 }  // namespace ember::kernels::cpu

@@ -11,7 +11,10 @@ namespace ember::kernels::cpu {
 // Contiguous NCHW buffers with the shapes of g; bias may be null.
 bool dnnl_conv_forward(float* y, const float* x, const float* w, const float* bias, const ConvGeometry& g);
 bool dnnl_conv_input_grad(float* dx, const float* dy, const float* w, const ConvGeometry& g);
-bool dnnl_conv_weight_grad(float* dw, const float* x, const float* dy, const ConvGeometry& g);
+// dbias (may be null): the bias gradient, each chunk's images summed into a partial while
+// the chunk is in cache, the partials added in chunk order.
+bool dnnl_conv_weight_grad(float* dw, const float* x, const float* dy, const ConvGeometry& g,
+                           float* dbias = nullptr);
 
 // bfloat16 x, w, y / dy, dx (contiguous NCHW, uint16 storage) with float32 accumulation, a
 // float32 bias and a float32 weight gradient (Note [bf16 convolution] in conv_dnnl.cpp).

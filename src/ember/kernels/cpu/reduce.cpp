@@ -1,4 +1,5 @@
 #include "ember/kernels/cpu/reduce.h"
+#include "ember/kernels/cpu/plane_sum.h"
 
 #include <immintrin.h>
 
@@ -83,38 +84,7 @@ using acc_of = std::conditional_t<std::is_floating_point_v<acc_t<T>>, double,
 template <typename T, typename A>
 A sum_run(const T* p, int64_t n) {
   if constexpr (std::is_same_v<T, float> && std::is_same_v<A, double>) {
-    // float: blocks of 256 values summed in float by 32 lanes (8 additions each, so the
-    // float rounding stays at a few ulps of the block sum), block sums added in double.
-    // Twice the vector width of converting every value to double.
-    constexpr int64_t kBlock = 256, kAcc = 32;
-    double total = 0;
-    int64_t i = 0;
-    for (; i + kBlock <= n; i += kBlock) {
-      float acc[kAcc] = {};
-      for (int64_t j = 0; j < kBlock; j += kAcc) {
-        for (int64_t k = 0; k < kAcc; ++k) acc[k] += p[i + j + k];
-      }
-      for (int64_t w = kAcc / 2; w >= 1; w /= 2) {
-        for (int64_t k = 0; k < w; ++k) acc[k] += acc[k + w];
-      }
-      total += static_cast<double>(acc[0]);
-    }
-    // A last partial block (or a short run: the 196-value planes of a 14x14 map) in whole
-    // groups of 32 lanes the same way, so that short runs stay vectorised; fewer than 32
-    // values are left for the double tail.
-    if (i + kAcc <= n) {
-      float acc[kAcc] = {};
-      for (; i + kAcc <= n; i += kAcc) {
-        for (int64_t k = 0; k < kAcc; ++k) acc[k] += p[i + k];
-      }
-      for (int64_t w = kAcc / 2; w >= 1; w /= 2) {
-        for (int64_t k = 0; k < w; ++k) acc[k] += acc[k + w];
-      }
-      total += static_cast<double>(acc[0]);
-    }
-    double tail[8] = {};
-    for (int k = 0; i < n; ++i, k = (k + 1) & 7) tail[k] += static_cast<double>(p[i]);
-    return total + (((tail[0] + tail[1]) + (tail[2] + tail[3])) + ((tail[4] + tail[5]) + (tail[6] + tail[7])));
+    return float_run_sum(p, n);  // kernels/cpu/plane_sum.h
   }
   A acc[8] = {};
   int64_t i = 0;
