@@ -17,6 +17,7 @@
 #include "ember/core/check.h"
 #include "ember/core/parallel.h"
 #include "ember/kernels/cpu/dispatch.h"
+#include "ember/kernels/cpu/isa.h"
 
 namespace ember::kernels::cpu {
 
@@ -89,13 +90,15 @@ T from_u64(uint64_t v) {
 // 1.09-1.13, matmul 256 0.154 against 0.191 ms, matmul 1024 10.3-10.6 against 11.0-11.5 ms.
 // Each tile still runs on the calling thread (OneOmpThread) with a plan that depends only on
 // the tile's shape, so results do not depend on the thread count. EMBER_GEMM_IMPL=openblas
-// keeps OpenBLAS (float64 always uses it); a call oneDNN rejects falls back to it too.
+// keeps OpenBLAS (float64 always uses it); a call oneDNN rejects falls back to it too, and so
+// does every call at ember's baseline CPU level (no AVX2: oneDNN's sgemm would run its
+// reference C loops there, while OpenBLAS has kernels for older CPUs).
 bool use_dnnl_sgemm() {
-  static const bool use = [] {
+  static const bool wanted = [] {
     const char* v = std::getenv("EMBER_GEMM_IMPL");
     return !(v && std::strcmp(v, "openblas") == 0);
   }();
-  return use;
+  return wanted && isa_level() >= 1;
 }
 
 void blas_gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda,
