@@ -246,8 +246,7 @@ void max_pool_2x2_plane_avx2(const float* x, float* y, int64_t* idx, uint8_t* of
     for (int64_t s = 0; s < OW; s += 16) {
       max_pool_2x2_avx512(r0, r1, yr, ir, orow, s, static_cast<int>(std::min<int64_t>(16, OW - s)), base, w32);
     }
-    continue;
-#endif
+#else
     int64_t s = 0;
     for (; s + 8 <= OW; s += 8) max_pool_2x2_avx2(r0, r1, yr, ir, orow, s, 8, base, w32);
     if (s < OW) {
@@ -257,6 +256,7 @@ void max_pool_2x2_plane_avx2(const float* x, float* y, int64_t* idx, uint8_t* of
         max_pool_2x2_avx2(r0, r1, yr, ir, orow, s, static_cast<int>(OW - s), base, w32);
       }
     }
+#endif
   }
 }
 #endif
