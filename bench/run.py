@@ -73,8 +73,8 @@ def machine_limits(build, threads):
             best[k] = max(best.get(k, 0.0), v)
     print(f"$ {shlex.join(cmd)}")
     print(f"  limits: read {best['read_gbs']:.1f} GB/s, copy {best['copy_gbs']:.1f} GB/s, "
-          f"write {best['write_gbs']:.1f} GB/s, OpenBLAS sgemm {best['gemm_gflops']:.0f} GFLOP/s "
-          f"({threads} threads)\n", flush=True)
+          f"write {best['write_gbs']:.1f} GB/s, sgemm {best['gemm_gflops']:.0f} GFLOP/s (OpenBLAS "
+          f"{best['openblas_gflops']:.0f}, oneDNN {best['onednn_gflops']:.0f}) ({threads} threads)\n", flush=True)
     return {"read": best["read_gbs"], "copy": best["copy_gbs"], "write": best["write_gbs"],
             "gemm": best["gemm_gflops"]}
 

@@ -1,16 +1,19 @@
 // bench/stream: this machine's limits, for the harness's "% of limit" column
 // (bench/run.py): read and copy bandwidth of main memory (STREAM-like kernels
 // on 256 MiB buffers, split over N threads) and the single-precision GEMM peak
-// of OpenBLAS (sgemm 2048, N threads).
+// (sgemm 2048, N threads) of the two BLAS ember calls: OpenBLAS and oneDNN, whose sgemm
+// runs ember's float32 products (Note [oneDNN sgemm]). gemm_gflops is the higher one.
 //
 //   bench_stream [--threads N]   prints `summary: read_gbs=.. copy_gbs=..
-//   write_gbs=.. gemm_gflops=..`
+//   write_gbs=.. gemm_gflops=.. openblas_gflops=.. onednn_gflops=..`
 //
 // Bandwidth counts bytes as STREAM does: a copy of B bytes moves 2B (read +
 // write), ignoring the write-allocate reads that the hardware adds; the
 // benchmarks count their bytes alike.
 
 #include <cblas.h>
+#include <dnnl.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -90,9 +93,18 @@ int main(int argc, char **argv) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, x.data(), n, y.data(), n, 0.0f, z.data(), n);
   };
   gemm();
-  const double gemm_s = best_seconds(5, gemm);
-  std::printf("library: plain C++ (bandwidth) and OpenBLAS sgemm, %d threads\n", threads);
-  std::printf("summary: read_gbs=%.2f copy_gbs=%.2f write_gbs=%.2f gemm_gflops=%.1f\n", bytes / read_s / 1e9,
-              2 * bytes / copy_s / 1e9, bytes / write_s / 1e9, 2.0 * n * n * n / gemm_s / 1e9);
+  const double openblas_s = best_seconds(5, gemm);
+  omp_set_num_threads(threads);  // oneDNN's threads are OpenMP's
+  auto dnnl_gemm = [&] {
+    dnnl_sgemm('N', 'N', n, n, n, 1.0f, x.data(), n, y.data(), n, 0.0f, z.data(), n);
+  };
+  dnnl_gemm();
+  const double onednn_s = best_seconds(5, dnnl_gemm);
+  const double flop = 2.0 * n * n * n;
+  std::printf("library: plain C++ (bandwidth), OpenBLAS and oneDNN sgemm, %d threads\n", threads);
+  std::printf("summary: read_gbs=%.2f copy_gbs=%.2f write_gbs=%.2f gemm_gflops=%.1f openblas_gflops=%.1f "
+              "onednn_gflops=%.1f\n",
+              bytes / read_s / 1e9, 2 * bytes / copy_s / 1e9, bytes / write_s / 1e9,
+              flop / std::min(openblas_s, onednn_s) / 1e9, flop / openblas_s / 1e9, flop / onednn_s / 1e9);
   return 0;
 }
