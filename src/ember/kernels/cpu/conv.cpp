@@ -236,21 +236,6 @@ constexpr int64_t kWeightChunks = 16;
 // result does not depend on the thread count. autograd takes this path when it needs both
 // gradients and records no graph (conv_weight_bias_grad in ops/conv.cpp).
 template <typename T>
-void add_plane_sums(double* part, const T* dy_image, int64_t channels, int64_t plane) {
-  for (int64_t o = 0; o < channels; ++o) part[o] += run_sum(dy_image + o * plane, plane);
-}
-
-template <typename T>
-void finish_bias(const Tensor& grad_bias, const std::vector<double>& part, int64_t chunks, int64_t channels) {
-  T* db = grad_bias.data_ptr<T>();
-  for (int64_t o = 0; o < channels; ++o) {
-    double sum = 0;
-    for (int64_t c = 0; c < chunks; ++c) sum += part[static_cast<size_t>(c * channels + o)];
-    db[o] = static_cast<T>(sum);
-  }
-}
-
-template <typename T>
 void weight_grad_impl(const Tensor& grad_weight, const Tensor& input, const Tensor& grad_out, const ConvGeometry& g,
                       const Tensor& grad_bias) {
   const int64_t Cg = g.in_channels / g.groups, Og = g.out_channels / g.groups;
@@ -296,7 +281,7 @@ void weight_grad_impl(const Tensor& grad_weight, const Tensor& input, const Tens
     const T* p = partial + (c - 1) * wsize;
     for (int64_t i = 0; i < wsize; ++i) dw[i] += p[i];
   }
-  if (grad_bias.defined()) finish_bias<T>(grad_bias, bias_part, chunks, g.out_channels);
+  if (grad_bias.defined()) sum_chunk_partials(bias_part.data(), chunks, g.out_channels, grad_bias.data_ptr<T>());
 }
 
 template <typename F>
@@ -372,7 +357,7 @@ void conv2d_weight_grad(const Tensor& grad_weight, const Tensor& input, const Te
         for (int64_t n = 0; n < g.batch; ++n) {
           add_plane_sums(part.data(), grad_out.data_ptr<T>() + n * g.out_channels * ohw, g.out_channels, ohw);
         }
-        finish_bias<T>(grad_bias, part, 1, g.out_channels);
+        sum_chunk_partials(part.data(), 1, g.out_channels, grad_bias.data_ptr<T>());
       }
       return;
     }

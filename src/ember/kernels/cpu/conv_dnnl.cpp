@@ -368,9 +368,7 @@ bool run_chunks(const ChunkRun& r) {
           const float* dy = static_cast<const float*>(r.in2) + n0 * r.in2_image;
           double* part = r.bias_part + c * g.out_channels;
           std::fill(part, part + g.out_channels, 0.0);
-          for (int64_t i = 0; i < images; ++i) {
-            for (int64_t o = 0; o < g.out_channels; ++o) part[o] += float_run_sum(dy + i * r.in2_image + o * ohw, ohw);
-          }
+          for (int64_t i = 0; i < images; ++i) add_plane_sums(part, dy + i * r.in2_image, g.out_channels, ohw);
         }
         const memory in2_user(p.in2_user, eng, at(r.in2, n0 * r.in2_image, r.dt));
         memory in2 = in2_user;
@@ -432,13 +430,7 @@ bool run_weight_grad(DT dt, float* dw, const void* x, const void* dy, const Conv
                    nullptr, nullptr, target, wsize, dbias ? bias_part.data() : nullptr})) {
     return false;
   }
-  if (dbias) {
-    for (int64_t o = 0; o < g.out_channels; ++o) {
-      double sum = 0;
-      for (int64_t c = 0; c < chunks; ++c) sum += bias_part[static_cast<size_t>(c * g.out_channels + o)];
-      dbias[o] = static_cast<float>(sum);
-    }
-  }
+  if (dbias) sum_chunk_partials(bias_part.data(), chunks, g.out_channels, dbias);
   if (chunks > 1) {
     std::copy(all.begin(), all.begin() + wsize, dw);
     for (int64_t c = 1; c < chunks; ++c) {

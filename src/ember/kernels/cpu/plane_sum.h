@@ -56,4 +56,22 @@ static inline double double_run_sum(const double* p, int64_t n) {
 static inline double run_sum(const float* p, int64_t n) { return float_run_sum(p, n); }
 static inline double run_sum(const double* p, int64_t n) { return double_run_sum(p, n); }
 
+// part[o] += the sum of plane o of one image (`channels` contiguous planes of `plane` values):
+// a convolution's bias gradient, one image at a time (Note [Bias gradient with the weight
+// gradient] in conv.cpp).
+template <typename T>
+static inline void add_plane_sums(double* part, const T* image, int64_t channels, int64_t plane) {
+  for (int64_t o = 0; o < channels; ++o) part[o] += run_sum(image + o * plane, plane);
+}
+
+// out[o] = the sum over c < chunks of part[c * channels + o], added in chunk order.
+template <typename T>
+static inline void sum_chunk_partials(const double* part, int64_t chunks, int64_t channels, T* out) {
+  for (int64_t o = 0; o < channels; ++o) {
+    double sum = 0;
+    for (int64_t c = 0; c < chunks; ++c) sum += part[c * channels + o];
+    out[o] = static_cast<T>(sum);
+  }
+}
+
 }  // namespace ember::kernels::cpu
