@@ -74,6 +74,54 @@ TEST(Reduce, ColumnVarianceOfFloat32AgainstFloat64) {
   }
 }
 
+// Note [Float deviations]: float32 variance over the last dim, on rows whose mean is 10^4
+// times their spread, with lengths that leave partial blocks and short tails and enough rows
+// that each thread's rows prefetch their successors, equals the float64 variance to float32
+// rounding, and var_mean's mean the float64 mean.
+TEST(Reduce, RowVarianceOfFloat32AgainstFloat64) {
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{64, 4096}, {37, 1003}, {300, 33}, {9, 31}, {5, 4099}}) {
+    Tensor x = randn(shape) * 3 + 1e4;
+    Tensor ref = x.to(kFloat64).var({1});
+    auto [v, m] = x.var_mean({1});
+    EXPECT_LT(((v.to(kFloat64) - ref) / ref).abs().max().item<double>(), 1e-5) << shape[1] << " columns";
+    Tensor ref_mean = x.to(kFloat64).mean({1});
+    EXPECT_LT(((m.to(kFloat64) - ref_mean) / ref_mean).abs().max().item<double>(), 1.5e-7) << shape[1] << " columns";
+    // A constant row has variance exactly zero.
+    EXPECT_EQ(full(shape, 1234.5f).var({1}, 0).abs().max().item<double>(), 0.0);
+  }
+}
+
+// Note [Eight rows per pass]: float32 sums and extremes over dim 0 read eight rows at a time;
+// with more than one column block (4100 columns), row counts that leave a short last block
+// and several row chunks, they agree with float64 sums (to float32 rounding) and with exact
+// float64 extremes, and a NaN, +inf or -inf in any of the eight rows reaches its column.
+TEST(Reduce, ColumnSumsAndExtremesInBlocksOfEightRows) {
+  for (int64_t rows : {8, 13, 1003}) {
+    Tensor x = randn({rows, 4100});
+    x.index_put_({rows - 1, 4099}, NAN);
+    x.index_put_({rows / 2, 7}, INFINITY);
+    x.index_put_({rows / 3, 4098}, -INFINITY);
+    Tensor s = x.sum({0}).to(kFloat64), ref = x.to(kFloat64).sum({0});
+    const std::vector<double> sv = s.to_vector<double>(), rv = ref.to_vector<double>();
+    const std::vector<double> mx = x.amax({0}).to(kFloat64).to_vector<double>();
+    const std::vector<double> mn = x.amin({0}).to(kFloat64).to_vector<double>();
+    const std::vector<double> rmx = x.to(kFloat64).amax({0}).to_vector<double>();
+    const std::vector<double> rmn = x.to(kFloat64).amin({0}).to_vector<double>();
+    for (size_t j = 0; j < sv.size(); ++j) {
+      if (j == 7 || j == 4098 || j == 4099) continue;
+      ASSERT_NEAR(sv[j], rv[j], 1e-5 * std::sqrt(static_cast<double>(rows))) << rows << " rows, column " << j;
+      ASSERT_EQ(mx[j], rmx[j]) << rows << " rows, column " << j;
+      ASSERT_EQ(mn[j], rmn[j]) << rows << " rows, column " << j;
+    }
+    EXPECT_TRUE(std::isnan(sv[4099]) && std::isnan(mx[4099]) && std::isnan(mn[4099])) << rows << " rows";
+    EXPECT_EQ(sv[7], INFINITY);
+    EXPECT_EQ(mx[7], INFINITY);
+    EXPECT_EQ(sv[4098], -INFINITY);
+    EXPECT_EQ(mn[4098], -INFINITY);
+  }
+}
+
 TEST(Reduce, NormsAndLogsumexpStability) {
   Tensor x = tensor({3.0, -4.0});
   EXPECT_FLOAT_EQ(x.norm().item<float>(), 5.0f);

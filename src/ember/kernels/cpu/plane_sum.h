@@ -9,37 +9,28 @@
 namespace ember::kernels::cpu {
 
 // float: blocks of 256 values summed in float by 32 lanes (8 additions each, so the float
-// rounding stays at a few ulps of the block sum), then whole groups of 32 the same way, block
-// sums added in double; the last < 32 values in 8 double lanes.
+// rounding stays at a few ulps of the block sum), each lane's block sums added in its own
+// double lane, the 32 double lanes folded in a fixed tree at the end; a last partial block
+// in whole groups of 32 the same way, the last < 32 values in 8 double lanes. (Folding each
+// block's lanes into one double at once ran as scalar code: a third of a 4096-float row's
+// time.)
 static inline double float_run_sum(const float* p, int64_t n) {
   constexpr int64_t kBlock = 256, kAcc = 32;
-  double total = 0;
+  double lanes[kAcc] = {};
   int64_t i = 0;
-  auto fold = [](float* acc) {
-    for (int64_t w = kAcc / 2; w >= 1; w /= 2) {
-      for (int64_t k = 0; k < w; ++k) acc[k] += acc[k + w];
-    }
-    return static_cast<double>(acc[0]);
-  };
-  for (; i + kBlock <= n; i += kBlock) {
+  while (i + kAcc <= n) {
+    const int64_t end = i + kBlock <= n ? i + kBlock : i + (n - i) / kAcc * kAcc;
     float acc[kAcc] = {};
-    for (int64_t j = 0; j < kBlock; j += kAcc) {
-      for (int64_t k = 0; k < kAcc; ++k) acc[k] += p[i + j + k];
-    }
-    total += fold(acc);
-  }
-  // A last partial block (or a short run: the 196-value planes of a 14x14 map) in whole
-  // groups of 32 lanes, so that short runs stay vectorised.
-  if (i + kAcc <= n) {
-    float acc[kAcc] = {};
-    for (; i + kAcc <= n; i += kAcc) {
+    for (; i < end; i += kAcc) {
       for (int64_t k = 0; k < kAcc; ++k) acc[k] += p[i + k];
     }
-    total += fold(acc);
+    for (int64_t k = 0; k < kAcc; ++k) lanes[k] += static_cast<double>(acc[k]);
   }
-  double tail[8] = {};
-  for (int k = 0; i < n; ++i, k = (k + 1) & 7) tail[k] += static_cast<double>(p[i]);
-  return total + (((tail[0] + tail[1]) + (tail[2] + tail[3])) + ((tail[4] + tail[5]) + (tail[6] + tail[7])));
+  for (int64_t w = kAcc / 2; w >= 8; w /= 2) {
+    for (int64_t k = 0; k < w; ++k) lanes[k] += lanes[k + w];
+  }
+  for (int k = 0; i < n; ++i, k = (k + 1) & 7) lanes[k] += static_cast<double>(p[i]);
+  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
 }
 
 // double: 8 lanes.
