@@ -419,11 +419,13 @@ bool run_weight_grad(DT dt, float* dw, const void* x, const void* dy, const Conv
   const int64_t wsize = g.out_channels * g.in_channels * g.kernel_h * g.kernel_w;
   // Each chunk writes its partial sum into row c of `all`; the rows are added in chunk
   // order afterwards (Note [oneDNN convolution]). One chunk writes dw directly.
-  std::vector<float> all;
+  // Not value-initialised: every chunk writes its whole row (zeroing 590 KB of partials
+  // per call of a 64x32x3x3 layer's weight gradient was serial time on the calling thread).
+  std::unique_ptr<float[]> all;
   float* target = dw;
   if (chunks > 1) {
-    all.resize(static_cast<size_t>(chunks * wsize));
-    target = all.data();
+    all.reset(new float[static_cast<size_t>(chunks * wsize)]);
+    target = all.get();
   }
   std::vector<double> bias_part(dbias ? static_cast<size_t>(chunks * g.out_channels) : 0);
   if (!run_chunks({Kind::Weight, g, dt, x, g.in_channels * g.in_h * g.in_w, dy, g.out_channels * g.out_h * g.out_w,
@@ -432,11 +434,15 @@ bool run_weight_grad(DT dt, float* dw, const void* x, const void* dy, const Conv
   }
   if (dbias) sum_chunk_partials(bias_part.data(), chunks, g.out_channels, dbias);
   if (chunks > 1) {
-    std::copy(all.begin(), all.begin() + wsize, dw);
-    for (int64_t c = 1; c < chunks; ++c) {
-      const float* p = all.data() + c * wsize;
-      for (int64_t i = 0; i < wsize; ++i) dw[i] += p[i];
-    }
+    // Each element's partials added in chunk order, the elements split between threads.
+    const float* parts = all.get();
+    parallel_for(0, wsize, 4096, [&](int64_t b, int64_t e) {
+      std::copy(parts + b, parts + e, dw + b);
+      for (int64_t c = 1; c < chunks; ++c) {
+        const float* p = parts + c * wsize;
+        for (int64_t i = b; i < e; ++i) dw[i] += p[i];
+      }
+    });
   }
   return true;
 }
