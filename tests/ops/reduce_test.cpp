@@ -87,8 +87,19 @@ TEST(Reduce, RowVarianceOfFloat32AgainstFloat64) {
     EXPECT_LT(((v.to(kFloat64) - ref) / ref).abs().max().item<double>(), 1e-5) << shape[1] << " columns";
     Tensor ref_mean = x.to(kFloat64).mean({1});
     EXPECT_LT(((m.to(kFloat64) - ref_mean) / ref_mean).abs().max().item<double>(), 1.5e-7) << shape[1] << " columns";
-    // A constant row has variance exactly zero.
+    // A constant row has variance exactly zero where its sum is exact (1234.5f), and a
+    // non-negative one at the mean's rounding where it is not (0.3f); a NaN reaches its row's
+    // variance.
     EXPECT_EQ(full(shape, 1234.5f).var({1}, 0).abs().max().item<double>(), 0.0);
+    for (float value : {0.1f, 0.3f, 0.7f, 1.1f, 3.3f, 1e-3f, 12345.6f, -2.9f}) {
+      Tensor c = full(shape, value).var({1});
+      EXPECT_GE(c.min().item<double>(), 0.0) << value;
+      EXPECT_LT(c.max().item<double>(), 1e-12 * value * value) << value;
+    }
+    Tensor with_nan = x.clone();
+    with_nan.index_put_({1, shape[1] - 1}, NAN);
+    const std::vector<float> vn = with_nan.var({1}).to_vector<float>();
+    EXPECT_TRUE(std::isnan(vn[1]) && !std::isnan(vn[0])) << shape[1] << " columns";
   }
 }
 

@@ -374,8 +374,11 @@ double sqdev_about_mean(const float* p, int64_t n, double mu, const float* next)
     const double d = static_cast<double>(p[i]) - static_cast<double>(m);
     sq[k] += d * d;
   }
+  // sum d equals n e up to the rounding of the computed mean; on a constant row (d = 0, e the
+  // mean's rounding) the difference would be a tiny negative number: clamped to 0 (NaN stays).
   const double e = mu - static_cast<double>(m);
-  return (((sq[0] + sq[1]) + (sq[2] + sq[3])) + ((sq[4] + sq[5]) + (sq[6] + sq[7]))) - static_cast<double>(n) * e * e;
+  const double r = (((sq[0] + sq[1]) + (sq[2] + sq[3])) + ((sq[4] + sq[5]) + (sq[6] + sq[7]))) - static_cast<double>(n) * e * e;
+  return r < 0 ? 0.0 : r;
 }
 
 // A double row's squared deviations about mu, the next row prefetched meanwhile (the
