@@ -556,6 +556,14 @@ TEST(Linalg, LongInnerDimProductsSplitAlongKAreBitIdenticalAndRight) {
     const Tensor ref = matmul(g.to(kFloat64).t(), x.to(kFloat64));
     EXPECT_TRUE(r1.to(kFloat64).allclose(ref, 1e-4, 1e-3)) << (r1.to(kFloat64) - ref).abs().max();
     EXPECT_TRUE(a1.to(kFloat64).allclose(c.to(kFloat64) * 0.5 + ref * 2.0, 1e-4, 1e-3));
+    // The main job's linear layer (64 x 3136 x 128, k cut into four equal chunks).
+    Tensor xa = randn({64, 3136}, dt), wa = randn({128, 3136}, dt);
+    set_num_threads(1);
+    Tensor y1 = matmul(xa, wa.t());
+    set_num_threads(2);
+    Tensor y2 = matmul(xa, wa.t());
+    EXPECT_TRUE(BitEqual(y1, y2)) << dt;
+    EXPECT_TRUE(y1.to(kFloat64).allclose(matmul(xa.to(kFloat64), wa.to(kFloat64).t()), 1e-4, 1e-3)) << dt;
   }
   // beta = 0 ignores a NaN input, as BLAS does.
   Tensor nan_input = full({96, 40}, std::numeric_limits<double>::quiet_NaN());

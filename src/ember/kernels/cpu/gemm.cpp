@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -232,8 +233,15 @@ int64_t element_offset(const BlasLayout& l, int64_t i, int64_t j) {
 // 0.3.21 ran each tile at 40% of the speed of the whole product (1 thread), while cutting k
 // loses nothing. Such a product is split into k-chunks of kKChunk (sizes from k only), each
 // chunk's product computed on one thread into its own buffer, and the buffers summed in
-// chunk order, so results do not depend on the thread count.
+// chunk order, so results do not depend on the thread count. The chunks are of equal length
+// (a multiple of 16 near k / ceil(k / kKChunk)): the main job's 64 x 128 x 3136 linear layer
+// was cut 1024 + 1024 + 1024 + 64, which gave one of two threads twice the other's work.
 constexpr int64_t kKChunk = 1024;
+
+int64_t k_chunk_len(int64_t k) {
+  const int64_t chunks = (k + kKChunk - 1) / kKChunk;
+  return ((k + chunks - 1) / chunks + 15) / 16 * 16;
+}
 
 bool use_k_split(int64_t batches, int64_t m, int64_t n, int64_t k) {
   return batches == 1 && m > 1 && n > 1 && k >= 2 * kKChunk && k >= 4 * std::max(m, n);
@@ -242,19 +250,19 @@ bool use_k_split(int64_t batches, int64_t m, int64_t n, int64_t k) {
 template <typename T>
 void gemm_k_split(const Tensor& out, const T* ap, const BlasLayout& la, const T* bp, const BlasLayout& lb, int64_t m,
                   int64_t n, int64_t k, T alpha, T beta) {
-  const int64_t chunks = ceil_div(k, kKChunk);
-  std::vector<T> partial(static_cast<size_t>(chunks * m * n));
+  const int64_t chunk = k_chunk_len(k), chunks = ceil_div(k, chunk);
+  std::unique_ptr<T[]> partial(new T[static_cast<size_t>(chunks * m * n)]);  // each chunk writes its whole block
   parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
     OneOmpThread single_thread;
     for (int64_t c = begin; c < end; ++c) {
-      const int64_t p0 = c * kKChunk, len = std::min(kKChunk, k - p0);
+      const int64_t p0 = c * chunk, len = std::min(chunk, k - p0);
       blas_gemm(la.transposed, lb.transposed, static_cast<int>(m), static_cast<int>(n), static_cast<int>(len), alpha,
                 ap + element_offset(la, 0, p0), static_cast<int>(la.ld), bp + element_offset(lb, p0, 0),
-                static_cast<int>(lb.ld), T(0), partial.data() + c * m * n, static_cast<int>(n));
+                static_cast<int>(lb.ld), T(0), partial.get() + c * m * n, static_cast<int>(n));
     }
   });
   T* cp = out.data_ptr<T>();
-  const T* pp = partial.data();
+  const T* pp = partial.get();
   parallel_for(0, m * n, kGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       T v = pp[i];
