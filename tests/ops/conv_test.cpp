@@ -284,6 +284,62 @@ TEST(ConvDeterminism, BiasGradientWithWeightGradient) {
   set_num_threads(saved);
 }
 
+// Note [One pass of the backward]: with the input, weight and bias gradients all wanted and no
+// graph recorded, the oneDNN path reorders each chunk's grad_out once for both maps. On each
+// path (Winograd, a short last chunk, oneDNN's direct kernels, few-tap, 1-D, float64, and
+// with oneDNN switched off) the input and weight gradients are the bits of the separate maps
+// that a recorded (create_graph) backward runs, the same for 1 and 2 threads, and the bias
+// gradient matches the separate sum.
+TEST(ConvDeterminism, OnePassBackwardMatchesSeparateMaps) {
+  struct Case {
+    std::vector<int64_t> x, w;
+    int64_t stride;
+    DType dt;
+    bool dnnl;
+  };
+  const std::vector<Case> cases = {{{64, 32, 14, 14}, {64, 32, 3, 3}, 1, kFloat32, true},
+                                   {{11, 16, 28, 28}, {32, 16, 3, 3}, 1, kFloat32, true},
+                                   {{9, 16, 15, 15}, {24, 16, 5, 5}, 2, kFloat32, true},
+                                   {{64, 1, 28, 28}, {32, 1, 3, 3}, 1, kFloat32, true},
+                                   {{4, 3, 50}, {5, 3, 3}, 1, kFloat32, true},
+                                   {{3, 2, 6, 6}, {4, 2, 3, 3}, 1, kFloat64, true},
+                                   {{9, 16, 15, 15}, {24, 16, 3, 3}, 1, kFloat32, false}};
+  const int saved = get_num_threads();
+  for (const Case& c : cases) {
+    kernels::cpu::set_dnnl_conv_enabled(c.dnnl);
+    const bool one_d = c.x.size() == 3;
+    Tensor x = randn(c.x, c.dt), w = randn(c.w, c.dt), b = randn({c.w[0]}, c.dt);
+    auto conv = [&](const Tensor& xr, const Tensor& wr, const Tensor& br) {
+      return one_d ? conv1d(xr, wr, br, c.stride, 1) : conv2d(xr, wr, br, c.stride, 1);
+    };
+    Tensor gy = randn(conv(x, w, b).sizes(), c.dt);
+    auto run = [&](int threads, bool create_graph) {
+      set_num_threads(threads);
+      Tensor xr = x.detach().requires_grad_(), wr = w.detach().requires_grad_(), br = b.detach().requires_grad_();
+      auto grads = autograd::grad({conv(xr, wr, br)}, {xr, wr, br}, {gy}, std::nullopt, create_graph);
+      return std::vector<Tensor>{grads[0].detach(), grads[1].detach(), grads[2].detach()};
+    };
+    std::vector<Tensor> one = run(1, false), two = run(2, false), recorded = run(2, true);
+    std::string what;
+    for (int64_t d : c.x) what += std::to_string(d) + " ";
+    what += c.dnnl ? "(oneDNN on)" : "(oneDNN off)";
+    for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(one[i].equal(two[i])) << what << " gradient " << i;
+    EXPECT_TRUE(one[0].equal(recorded[0])) << what;
+    EXPECT_TRUE(one[1].equal(recorded[1])) << what;
+    EXPECT_TRUE(one[2].allclose(recorded[2], 1e-5, 1e-4)) << what;
+    // Against float64 (the float32 maps' own error).
+    Tensor x64 = x.to(kFloat64).requires_grad_(), w64 = w.to(kFloat64).requires_grad_();
+    Tensor b64 = b.to(kFloat64).requires_grad_();
+    auto ref = autograd::grad({conv(x64, w64, b64)}, {x64, w64, b64}, {gy.to(kFloat64)});
+    for (size_t i = 0; i < 3; ++i) {
+      const double scale = 1 + ref[i].abs().max().item<double>();
+      EXPECT_LE((one[i].to(kFloat64) - ref[i]).abs().max().item<double>(), 1e-3 * scale) << what << " gradient " << i;
+    }
+  }
+  kernels::cpu::set_dnnl_conv_enabled(true);
+  set_num_threads(saved);
+}
+
 // Note [Winograd convolution]: 3x3 stride-1 float32 layers of 16+ channels run on oneDNN's
 // Winograd kernels where the CPU has them. Forward, input gradient and weight gradient are
 // bit-identical for 1 and 2 threads (a batch with a short last chunk included), and their

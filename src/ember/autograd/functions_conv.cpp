@@ -53,6 +53,14 @@ variable_list conv_formula(FnNode& n, const variable_list& grads) {
   const auto kind = static_cast<ConvKind>(n.i0);
   const bool one_d = n.b0;
   Tensor da, db, dbias;
+  const bool bias_wanted = n.num_outputs() > 2 && n.should_compute_output(2);
+  if (kind == ConvKind::Forward && bias_wanted && n.should_compute_output(0) && n.should_compute_output(1) &&
+      !GradMode::is_enabled() && (g.dtype() == kFloat32 || g.dtype() == kFloat64) &&
+      n.saved(0).dtype() == g.dtype() && n.saved(1).dtype() == g.dtype()) {
+    // All three from one pass over g (Note [One pass of the backward]).
+    std::tie(da, db, dbias) = ember::conv_backward_all(n.saved(0), n.saved(1), g, geom, one_d);
+    return {da, db, dbias};
+  }
   if (n.should_compute_output(0)) {
     const Tensor b = n.saved(1);
     switch (kind) {
@@ -61,7 +69,6 @@ variable_list conv_formula(FnNode& n, const variable_list& grads) {
       case ConvKind::Weight: da = ember::conv_prim(ConvKind::Input, b, g, {}, geom, one_d); break;
     }
   }
-  const bool bias_wanted = n.num_outputs() > 2 && n.should_compute_output(2);
   if (kind == ConvKind::Forward && bias_wanted && n.should_compute_output(1) && !GradMode::is_enabled() &&
       (g.dtype() == kFloat32 || g.dtype() == kFloat64) && n.saved(0).dtype() == g.dtype()) {
     // Both from one pass over g (Note [Bias gradient with the weight gradient]).

@@ -290,6 +290,18 @@ std::pair<Tensor, Tensor> conv_weight_bias_grad(const Tensor& x, const Tensor& d
   return {dw, db};
 }
 
+std::tuple<Tensor, Tensor, Tensor> conv_backward_all(const Tensor& x, const Tensor& w, const Tensor& dy,
+                                                     const ConvGeometry& g, bool one_d) {
+  const DType dt = dy.dtype();
+  EMBER_CHECK((dt == kFloat32 || dt == kFloat64) && x.dtype() == dt && w.dtype() == dt,
+              "[conv2d] internal: conv_backward_all takes float32/float64, got ", x.dtype(), ", ", w.dtype(), " and ",
+              dt);
+  const DimVector xs = x_shape(g, one_d), ys = y_shape(g, one_d), ws = w_shape(g, one_d);
+  Tensor dx = empty(xs, dt), dw = empty(ws, dt), db = empty({g.out_channels}, dt);
+  kernels::cpu::conv2d_backward(as_4d(dx, xs), as_4d(dw, ws), db, as_4d(x, xs), as_4d(w, ws), as_4d(dy, ys), g);
+  return {dx, dw, db};
+}
+
 Tensor conv_prim(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& bias, const ConvGeometry& g,
                  bool one_d) {
   if (autograd::needs_grad(a, b, bias)) {

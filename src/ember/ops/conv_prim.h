@@ -8,6 +8,7 @@
 // fixed, so each pooling op pairs a forward map with its adjoint the same way.
 
 #include <cstdint>
+#include <tuple>
 #include <utility>
 
 #include "ember/core/function_ref.h"
@@ -32,6 +33,13 @@ Tensor conv_prim(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& 
 // dy summed over the batch and spatial dims.
 std::pair<Tensor, Tensor> conv_weight_bias_grad(const Tensor& x, const Tensor& dy, const kernels::cpu::ConvGeometry& g,
                                                 bool one_d);
+
+// The input, weight and bias gradients of a Forward map (x, w) -> y at dy, in one pass over dy
+// where oneDNN takes the case (Note [One pass of the backward] in kernels/cpu/conv_dnnl.cpp):
+// float32/float64, recording no graph, the same values as conv_prim(Input, dy, w),
+// conv_prim(Weight, x, dy) and conv_weight_bias_grad's bias gradient.
+std::tuple<Tensor, Tensor, Tensor> conv_backward_all(const Tensor& x, const Tensor& w, const Tensor& dy,
+                                                     const kernels::cpu::ConvGeometry& g, bool one_d);
 
 enum class PoolKind : int64_t { MaxBackward = 0, Avg = 1, AvgBackward = 2, Adaptive = 3, AdaptiveBackward = 4 };
 

@@ -371,4 +371,17 @@ void conv2d_weight_grad(const Tensor& grad_weight, const Tensor& input, const Te
   });
 }
 
+void conv2d_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
+                     const Tensor& input, const Tensor& weight, const Tensor& grad_out, const ConvGeometry& g) {
+  if (grad_input.dtype() == kFloat32 && grad_input.numel() > 0 && grad_weight.numel() > 0 &&
+      g.batch * g.out_h * g.out_w > 0 &&
+      dnnl_conv_backward(grad_input.data_ptr<float>(), grad_weight.data_ptr<float>(),
+                         grad_bias.defined() ? grad_bias.data_ptr<float>() : nullptr, input.data_ptr<float>(),
+                         weight.data_ptr<float>(), grad_out.data_ptr<float>(), g)) {
+    return;
+  }
+  conv2d_input_grad(grad_input, grad_out, weight, g);
+  conv2d_weight_grad(grad_weight, input, grad_out, g, grad_bias);
+}
+
 }  // namespace ember::kernels::cpu

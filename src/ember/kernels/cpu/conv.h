@@ -36,6 +36,11 @@ void conv2d_input_grad(const Tensor& grad_input, const Tensor& grad_out, const T
 // the weight gradient] in conv.cpp).
 void conv2d_weight_grad(const Tensor& grad_weight, const Tensor& input, const Tensor& grad_out,
                         const ConvGeometry& g, const Tensor& grad_bias = {});
+// Both: conv2d_input_grad and conv2d_weight_grad in one pass over grad_out where oneDNN
+// takes the case (Note [One pass of the backward] in conv_dnnl.cpp), the same bits as the
+// two calls.
+void conv2d_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
+                     const Tensor& input, const Tensor& weight, const Tensor& grad_out, const ConvGeometry& g);
 
 // Note [Few-tap convolutions]: when an output value reads few inputs (K = in_channels /
 // groups * kernel_h * kernel_w <= kFewTaps, e.g. the first layer on a 1- or 3-channel

@@ -15,6 +15,10 @@ bool dnnl_conv_input_grad(float* dx, const float* dy, const float* w, const Conv
 // the chunk is in cache, the partials added in chunk order.
 bool dnnl_conv_weight_grad(float* dw, const float* x, const float* dy, const ConvGeometry& g,
                            float* dbias = nullptr);
+// Both gradients (and the bias's, when dbias is not null) in one pass over the chunks, dy
+// reordered once per chunk (Note [One pass of the backward]); the same bits as the two calls.
+bool dnnl_conv_backward(float* dx, float* dw, float* dbias, const float* x, const float* w, const float* dy,
+                        const ConvGeometry& g);
 
 // bfloat16 x, w, y / dy, dx (contiguous NCHW, uint16 storage) with float32 accumulation, a
 // float32 bias and a float32 weight gradient (Note [bf16 convolution] in conv_dnnl.cpp).
