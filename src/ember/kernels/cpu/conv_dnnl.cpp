@@ -290,6 +290,22 @@ void run_reorder(const Reorder& r, dnnl::stream& s, const memory& from, const me
   r.prim.execute(s, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_SCRATCHPAD, scratch}});
 }
 
+// The weight (OIHW) in the layout plan p's map wants: w itself, or a copy reordered once per
+// call into a per-thread buffer (valid until the calling thread's next call).
+const void* weight_in_plan_layout(const Plan& p, const void* w) {
+  if (p.r_w.identity) return w;
+  thread_local Buffer weight_storage;
+  OneOmpThread one_thread;
+  ThreadState& ts = thread_state();
+  dnnl::engine& eng = cpu_engine();
+  const memory from(p.w_user, eng, const_cast<void*>(w));
+  const memory to(p.w_conv, eng, weight_storage.get(p.w_conv.get_size()));
+  const memory scratch(p.scratch_md, eng, ts.scratch.get(std::max<size_t>(p.scratch_bytes, 1)));
+  run_reorder(p.r_w, ts.get_stream(), from, to, scratch);
+  ts.get_stream().wait();
+  return to.get_data_handle();
+}
+
 // Runs `kind` over the batch in chunks. in1/in2 point at the batch's first image; out is
 // written per chunk (Forward/Input: the chunk's images; Weight: row c of [chunks, weight]).
 // w: the weight in OIHW (Forward/Input). Sizes count elements of dt (Weight's out: floats).
@@ -330,18 +346,7 @@ bool run_chunks(const ChunkRun& r) {
   const void* w_conv = r.w;
   if (r.kind != Kind::Weight) {
     if (!(tail_plan->w_conv == full_plan->w_conv)) return false;
-    if (!full_plan->r_w.identity) {
-      thread_local Buffer weight_storage;
-      OneOmpThread one_thread;
-      ThreadState& ts = thread_state();
-      const Plan& p = *full_plan;
-      const memory from(p.w_user, eng, const_cast<void*>(r.w));
-      const memory to(p.w_conv, eng, weight_storage.get(p.w_conv.get_size()));
-      const memory scratch(p.scratch_md, eng, ts.scratch.get(std::max<size_t>(p.scratch_bytes, 1)));
-      run_reorder(p.r_w, ts.get_stream(), from, to, scratch);
-      ts.get_stream().wait();
-      w_conv = to.get_data_handle();
-    }
+    w_conv = weight_in_plan_layout(*full_plan, r.w);
   }
   parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
     OneOmpThread one_thread;
@@ -470,19 +475,7 @@ bool run_backward(float* dx, float* dw, float* dbias, const float* x, const floa
   if (!(in_tail->w_conv == in_full->w_conv)) return false;
   if (!(in_full->in1_conv == w_full->in2_conv) || !(in_tail->in1_conv == w_tail->in2_conv)) return false;
   dnnl::engine& eng = cpu_engine();
-  const void* w_conv = w;
-  if (!in_full->r_w.identity) {
-    thread_local Buffer weight_storage;
-    OneOmpThread one_thread;
-    ThreadState& ts = thread_state();
-    const Plan& p = *in_full;
-    const memory from(p.w_user, eng, const_cast<float*>(w));
-    const memory to(p.w_conv, eng, weight_storage.get(p.w_conv.get_size()));
-    const memory scratch(p.scratch_md, eng, ts.scratch.get(std::max<size_t>(p.scratch_bytes, 1)));
-    run_reorder(p.r_w, ts.get_stream(), from, to, scratch);
-    ts.get_stream().wait();
-    w_conv = to.get_data_handle();
-  }
+  const void* w_conv = weight_in_plan_layout(*in_full, w);
   const int64_t x_image = g.in_channels * g.in_h * g.in_w, y_image = g.out_channels * g.out_h * g.out_w;
   const int64_t wsize = g.out_channels * g.in_channels * g.kernel_h * g.kernel_w, ohw = g.out_h * g.out_w;
   std::unique_ptr<float[]> all;  // as in run_weight_grad
@@ -508,34 +501,31 @@ bool run_backward(float* dx, float* dw, float* dbias, const float* x, const floa
       }
       void* scratch_ptr = ts.scratch.get(std::max<size_t>({pi.scratch_bytes, pw.scratch_bytes, 1}));
       const memory scratch_i(pi.scratch_md, eng, scratch_ptr), scratch_w(pw.scratch_md, eng, scratch_ptr);
-      const memory dy_user(pi.in1_user, eng, const_cast<float*>(dy_c));
-      memory dy_blk = dy_user;
-      if (!pi.r_in1.identity) {
-        dy_blk = memory(pi.in1_conv, eng, ts.in2.get(pi.in1_conv.get_size()));
-        run_reorder(pi.r_in1, s, dy_user, dy_blk, scratch_i);
-      }
-      // The input gradient of the chunk.
-      const memory dx_user(pi.out_user, eng, dx + n0 * x_image);
-      const memory dx_blk = pi.r_out.identity ? dx_user : memory(pi.out_conv, eng, ts.out.get(pi.out_conv.get_size()));
-      pi.conv.execute(s, {{DNNL_ARG_DIFF_DST, dy_blk},
-                          {DNNL_ARG_WEIGHTS, memory(pi.w_conv, eng, const_cast<void*>(w_conv))},
-                          {DNNL_ARG_DIFF_SRC, dx_blk},
-                          {DNNL_ARG_SCRATCHPAD, scratch_i}});
-      if (!pi.r_out.identity) run_reorder(pi.r_out, s, dx_blk, dx_user, scratch_i);
-      // The chunk's weight-gradient partial, from the same blocked dy.
-      const memory x_user(pw.in1_user, eng, const_cast<float*>(x + n0 * x_image));
-      memory x_blk = x_user;
-      if (!pw.r_in1.identity) {
-        x_blk = memory(pw.in1_conv, eng, ts.in1.get(pw.in1_conv.get_size()));
-        run_reorder(pw.r_in1, s, x_user, x_blk, scratch_w);
-      }
-      const memory dw_user(pw.out_user, eng, target + c * wsize);
-      const memory dw_blk = pw.r_out.identity ? dw_user : memory(pw.out_conv, eng, ts.out.get(pw.out_conv.get_size()));
-      pw.conv.execute(s, {{DNNL_ARG_SRC, x_blk},
-                          {DNNL_ARG_DIFF_DST, dy_blk},
-                          {DNNL_ARG_DIFF_WEIGHTS, dw_blk},
-                          {DNNL_ARG_SCRATCHPAD, scratch_w}});
-      if (!pw.r_out.identity) run_reorder(pw.r_out, s, dw_blk, dw_user, scratch_w);
+      // An operand in the layout a map wants (reordered into buf unless it is the user's).
+      auto operand = [&](const memory::desc& user, const memory::desc& conv, const Reorder& r, const float* data,
+                         Buffer& buf, const memory& scratch) {
+        const memory m(user, eng, const_cast<float*>(data));
+        if (r.identity) return m;
+        memory blk(conv, eng, buf.get(conv.get_size()));
+        run_reorder(r, s, m, blk, scratch);
+        return blk;
+      };
+      // A map's result: computed in the plan's layout, then reordered to the user's.
+      auto result = [&](const Plan& p, float* data, std::unordered_map<int, memory> args, const memory& scratch) {
+        const memory user(p.out_user, eng, data);
+        const memory out = p.r_out.identity ? user : memory(p.out_conv, eng, ts.out.get(p.out_conv.get_size()));
+        args.emplace(p.arg_out, out);
+        args.emplace(DNNL_ARG_SCRATCHPAD, scratch);
+        p.conv.execute(s, args);
+        if (!p.r_out.identity) run_reorder(p.r_out, s, out, user, scratch);
+      };
+      const memory dy_blk = operand(pi.in1_user, pi.in1_conv, pi.r_in1, dy_c, ts.in2, scratch_i);
+      // The input gradient of the chunk, then its weight-gradient partial from the same dy.
+      result(pi, dx + n0 * x_image,
+             {{DNNL_ARG_DIFF_DST, dy_blk}, {DNNL_ARG_WEIGHTS, memory(pi.w_conv, eng, const_cast<void*>(w_conv))}},
+             scratch_i);
+      const memory x_blk = operand(pw.in1_user, pw.in1_conv, pw.r_in1, x + n0 * x_image, ts.in1, scratch_w);
+      result(pw, target + c * wsize, {{DNNL_ARG_SRC, x_blk}, {DNNL_ARG_DIFF_DST, dy_blk}}, scratch_w);
       s.wait();
     }
   });
