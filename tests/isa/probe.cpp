@@ -39,6 +39,11 @@ int print_bits() {
   // (softmax is left out: its exp is Sleef's at the AVX levels and libm's at the baseline.)
   std::cout << "sum " << hash_bits(y.sum(1)) << " sum0 " << hash_bits(y.sum(0)) << " var "
             << hash_bits(y.var({1})) << " var0 " << hash_bits((y + 100).var({0})) << "\n";
+  // The few-tap weight gradient (Note [Few-tap convolutions]): 7 channels and 9 taps leave
+  // remainders in every block shape; the same lanes at every level.
+  ember::Tensor cx = ember::randn({3, 1, 13, 11}), cw = ember::randn({7, 1, 3, 3}).requires_grad_();
+  ember::nn::functional::conv2d(cx, cw, {}, 1, 1).backward(ember::randn({3, 7, 13, 11}));
+  std::cout << "conv_dw " << hash_bits(cw.grad()) << "\n";
   return 0;
 }
 

@@ -46,23 +46,23 @@ float dot_lanes(const float* a, const float* c, int64_t P) {
 }
 
 #if defined(__AVX2__)
-// Channels o0, o0 + 1 against taps k0 .. k0 + NK - 1 (Note in conv_few_taps_weight_grad).
-template <int NK, typename Put>
+// Channels o0 .. o0 + NO - 1 against taps k0 .. k0 + NK - 1 (Note in conv_few_taps_weight_grad).
+template <int NO, int NK, typename Put>
 void weight_grad_block(const float* dy, const float* col, int64_t o0, int64_t k0, int64_t P, Put& put) {
   const int64_t P8 = P / kL * kL;
-  __m256 acc[kGo][NK];
-  for (int64_t i = 0; i < kGo; ++i) {
+  __m256 acc[NO][NK];
+  for (int64_t i = 0; i < NO; ++i) {
     for (int j = 0; j < NK; ++j) acc[i][j] = _mm256_setzero_ps();
   }
   for (int64_t p = 0; p < P8; p += kL) {
-    const __m256 a0 = _mm256_loadu_ps(dy + o0 * P + p), a1 = _mm256_loadu_ps(dy + (o0 + 1) * P + p);
+    __m256 a[NO];
+    for (int i = 0; i < NO; ++i) a[i] = _mm256_loadu_ps(dy + (o0 + i) * P + p);
     for (int j = 0; j < NK; ++j) {
       const __m256 c = _mm256_loadu_ps(col + (k0 + j) * P + p);
-      acc[0][j] = _mm256_add_ps(acc[0][j], _mm256_mul_ps(a0, c));
-      acc[1][j] = _mm256_add_ps(acc[1][j], _mm256_mul_ps(a1, c));
+      for (int i = 0; i < NO; ++i) acc[i][j] = _mm256_add_ps(acc[i][j], _mm256_mul_ps(a[i], c));
     }
   }
-  for (int64_t i = 0; i < kGo; ++i) {
+  for (int64_t i = 0; i < NO; ++i) {
     for (int j = 0; j < NK; ++j) {
       alignas(32) float ln[kL];
       _mm256_store_ps(ln, acc[i][j]);
@@ -113,20 +113,29 @@ void conv_few_taps_weight_grad(float* dw, const float* dy, const float* col, int
   };
   int64_t o0 = 0;
 #if defined(__AVX2__)
-  // 2 channels x up to 4 taps, each an 8-float register of lanes (lane l: positions
-  // p % 8 == l, exactly dot_lanes' lanes), so every level gets dot_lanes' bits.
+  // Blocks of channels x taps, each an 8-float register of lanes (lane l: positions
+  // p % 8 == l, exactly dot_lanes' lanes), so every level and block shape gets dot_lanes'
+  // bits. With 32 vector registers (AVX-512), 4 channels x 3 taps when K is a multiple of 3
+  // (a 3x3 kernel on one channel: no 1-tap remainder block, 7 loads per 24 operations).
+#if defined(__AVX512F__)
+  if (K % 3 == 0) {
+    for (; o0 + 4 <= O; o0 += 4) {
+      for (int64_t k0 = 0; k0 < K; k0 += 3) weight_grad_block<4, 3>(dy, col, o0, k0, P, put);
+    }
+  }
+#endif
   for (; o0 + kGo <= O; o0 += kGo) {
     int64_t k0 = 0;
-    for (; k0 + kGk <= K; k0 += kGk) weight_grad_block<kGk>(dy, col, o0, k0, P, put);
+    for (; k0 + kGk <= K; k0 += kGk) weight_grad_block<kGo, kGk>(dy, col, o0, k0, P, put);
     switch (K - k0) {
       case 3:
-        weight_grad_block<3>(dy, col, o0, k0, P, put);
+        weight_grad_block<kGo, 3>(dy, col, o0, k0, P, put);
         break;
       case 2:
-        weight_grad_block<2>(dy, col, o0, k0, P, put);
+        weight_grad_block<kGo, 2>(dy, col, o0, k0, P, put);
         break;
       case 1:
-        weight_grad_block<1>(dy, col, o0, k0, P, put);
+        weight_grad_block<kGo, 1>(dy, col, o0, k0, P, put);
         break;
       default:
         break;
