@@ -306,6 +306,68 @@ const void* weight_in_plan_layout(const Plan& p, const void* w) {
   return to.get_data_handle();
 }
 
+// The partial results of a float32 weight gradient cut into `chunks` batch chunks (Note
+// [oneDNN convolution]): chunk c writes its dw partial into row(c) (dw itself when there is
+// one chunk) and, where the bias gradient is wanted, takes its bias sums with add_bias();
+// finish() adds both in chunk order.
+class WeightGradParts {
+ public:
+  WeightGradParts(float* dw, float* dbias, int64_t chunks, const ConvGeometry& g)
+      : dw_(dw), dbias_(dbias), chunks_(chunks), wsize_(g.out_channels * g.in_channels * g.kernel_h * g.kernel_w),
+        g_(g), bias_(dbias ? static_cast<size_t>(chunks * g.out_channels) : 0) {
+    // Not value-initialised: every chunk writes its whole row (zeroing 590 KB of partials per
+    // call of a 64x32x3x3 layer's weight gradient was serial time on the calling thread).
+    if (chunks > 1) all_.reset(new float[static_cast<size_t>(chunks * wsize_)]);
+  }
+  float* row(int64_t c) { return chunks_ > 1 ? all_.get() + c * wsize_ : dw_; }
+  int64_t row_size() const { return wsize_; }
+  // Chunk c's bias sums over its `images` images of dy (before dy's reorder, which then finds
+  // the chunk in cache); nothing when the bias gradient is not wanted.
+  void add_bias(int64_t c, const float* dy, int64_t images) {
+    if (!dbias_) return;
+    const int64_t ohw = g_.out_h * g_.out_w, image = g_.out_channels * ohw;
+    double* part = bias_.data() + c * g_.out_channels;
+    std::fill(part, part + g_.out_channels, 0.0);
+    for (int64_t i = 0; i < images; ++i) add_plane_sums(part, dy + i * image, g_.out_channels, ohw);
+  }
+  void finish() {
+    if (dbias_) sum_chunk_partials(bias_.data(), chunks_, g_.out_channels, dbias_);
+    if (chunks_ == 1) return;
+    // Each element's partials added in chunk order, the elements split between threads.
+    const float* parts = all_.get();
+    parallel_for(0, wsize_, 4096, [&](int64_t b, int64_t e) {
+      std::copy(parts + b, parts + e, dw_ + b);
+      for (int64_t c = 1; c < chunks_; ++c) {
+        const float* p = parts + c * wsize_;
+        for (int64_t i = b; i < e; ++i) dw_[i] += p[i];
+      }
+    });
+  }
+
+ private:
+  float* dw_;
+  float* dbias_;
+  int64_t chunks_, wsize_;
+  const ConvGeometry& g_;
+  std::unique_ptr<float[]> all_;
+  std::vector<double> bias_;
+};
+
+// Runs fn(c, thread state, stream) for the chunks c < chunks, each chunk on one thread with
+// OpenMP limited to it (Note [oneDNN convolution]); each thread waits for its stream.
+template <typename F>
+void for_each_chunk(int64_t chunks, F&& fn) {
+  parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
+    OneOmpThread one_thread;
+    ThreadState& ts = thread_state();
+    dnnl::stream& s = ts.get_stream();
+    for (int64_t c = c0; c < c1; ++c) {
+      fn(c, ts, s);
+      s.wait();
+    }
+  });
+}
+
 // Runs `kind` over the batch in chunks. in1/in2 point at the batch's first image; out is
 // written per chunk (Forward/Input: the chunk's images; Weight: row c of [chunks, weight]).
 // w: the weight in OIHW (Forward/Input). Sizes count elements of dt (Weight's out: floats).
@@ -321,7 +383,7 @@ struct ChunkRun {
   const float* bias;
   void* out;
   int64_t out_image;  // elements per image of out (Forward/Input); per chunk for Weight
-  double* bias_part = nullptr;  // Weight, float32: row c gets chunk c's bias gradient
+  WeightGradParts* parts = nullptr;  // Weight, float32: takes each chunk's bias sums
 };
 
 size_t elem_size(DT dt) { return dt == DT::f32 ? 4 : 2; }
@@ -348,51 +410,41 @@ bool run_chunks(const ChunkRun& r) {
     if (!(tail_plan->w_conv == full_plan->w_conv)) return false;
     w_conv = weight_in_plan_layout(*full_plan, r.w);
   }
-  parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
-    OneOmpThread one_thread;
-    ThreadState& ts = thread_state();
-    dnnl::stream& s = ts.get_stream();
-    for (int64_t c = c0; c < c1; ++c) {
-      const Plan& p = c == chunks - 1 ? *tail_plan : *full_plan;
-      const int64_t n0 = c * mb;
-      const memory scratch(p.scratch_md, eng, ts.scratch.get(std::max<size_t>(p.scratch_bytes, 1)));
-      const memory in1_user(p.in1_user, eng, at(r.in1, n0 * r.in1_image, r.dt));
-      memory in1 = in1_user;
-      if (!p.r_in1.identity) {
-        in1 = memory(p.in1_conv, eng, ts.in1.get(p.in1_conv.get_size()));
-        run_reorder(p.r_in1, s, in1_user, in1, scratch);
-      }
-      void* out_ptr = r.kind == Kind::Weight ? at(r.out, c * r.out_image, DT::f32) : at(r.out, n0 * r.out_image, r.dt);
-      const memory out_user(p.out_user, eng, out_ptr);
-      const memory out = p.r_out.identity ? out_user : memory(p.out_conv, eng, ts.out.get(p.out_conv.get_size()));
-      std::unordered_map<int, memory> args{{p.arg_in1, in1}, {p.arg_out, out}, {DNNL_ARG_SCRATCHPAD, scratch}};
-      if (r.kind == Kind::Weight) {
-        if (r.bias_part) {
-          // Before the reorder, which then finds dy's chunk in cache.
-          const int64_t images = c == chunks - 1 ? g.batch - n0 : mb, ohw = g.out_h * g.out_w;
-          const float* dy = static_cast<const float*>(r.in2) + n0 * r.in2_image;
-          double* part = r.bias_part + c * g.out_channels;
-          std::fill(part, part + g.out_channels, 0.0);
-          for (int64_t i = 0; i < images; ++i) add_plane_sums(part, dy + i * r.in2_image, g.out_channels, ohw);
-        }
-        const memory in2_user(p.in2_user, eng, at(r.in2, n0 * r.in2_image, r.dt));
-        memory in2 = in2_user;
-        if (!p.r_in2.identity) {
-          in2 = memory(p.in2_conv, eng, ts.in2.get(p.in2_conv.get_size()));
-          run_reorder(p.r_in2, s, in2_user, in2, scratch);
-        }
-        args.emplace(p.arg_in2, in2);
-      } else {
-        args.emplace(DNNL_ARG_WEIGHTS, memory(p.w_conv, eng, const_cast<void*>(w_conv)));
-        if (bias) {
-          args.emplace(DNNL_ARG_BIAS,
-                       memory(memory::desc({g.out_channels}, DT::f32, Tag::x), eng, const_cast<float*>(r.bias)));
-        }
-      }
-      p.conv.execute(s, args);
-      if (!p.r_out.identity) run_reorder(p.r_out, s, out, out_user, scratch);
-      s.wait();
+  for_each_chunk(chunks, [&](int64_t c, ThreadState& ts, dnnl::stream& s) {
+    const Plan& p = c == chunks - 1 ? *tail_plan : *full_plan;
+    const int64_t n0 = c * mb;
+    const memory scratch(p.scratch_md, eng, ts.scratch.get(std::max<size_t>(p.scratch_bytes, 1)));
+    const memory in1_user(p.in1_user, eng, at(r.in1, n0 * r.in1_image, r.dt));
+    memory in1 = in1_user;
+    if (!p.r_in1.identity) {
+      in1 = memory(p.in1_conv, eng, ts.in1.get(p.in1_conv.get_size()));
+      run_reorder(p.r_in1, s, in1_user, in1, scratch);
     }
+    void* out_ptr = r.kind == Kind::Weight ? at(r.out, c * r.out_image, DT::f32) : at(r.out, n0 * r.out_image, r.dt);
+    const memory out_user(p.out_user, eng, out_ptr);
+    const memory out = p.r_out.identity ? out_user : memory(p.out_conv, eng, ts.out.get(p.out_conv.get_size()));
+    std::unordered_map<int, memory> args{{p.arg_in1, in1}, {p.arg_out, out}, {DNNL_ARG_SCRATCHPAD, scratch}};
+    if (r.kind == Kind::Weight) {
+      if (r.parts) {
+        r.parts->add_bias(c, static_cast<const float*>(r.in2) + n0 * r.in2_image,
+                          c == chunks - 1 ? g.batch - n0 : mb);
+      }
+      const memory in2_user(p.in2_user, eng, at(r.in2, n0 * r.in2_image, r.dt));
+      memory in2 = in2_user;
+      if (!p.r_in2.identity) {
+        in2 = memory(p.in2_conv, eng, ts.in2.get(p.in2_conv.get_size()));
+        run_reorder(p.r_in2, s, in2_user, in2, scratch);
+      }
+      args.emplace(p.arg_in2, in2);
+    } else {
+      args.emplace(DNNL_ARG_WEIGHTS, memory(p.w_conv, eng, const_cast<void*>(w_conv)));
+      if (bias) {
+        args.emplace(DNNL_ARG_BIAS,
+                     memory(memory::desc({g.out_channels}, DT::f32, Tag::x), eng, const_cast<float*>(r.bias)));
+      }
+    }
+    p.conv.execute(s, args);
+    if (!p.r_out.identity) run_reorder(p.r_out, s, out, out_user, scratch);
   });
   return true;
 }
@@ -418,39 +470,15 @@ bool run_input_grad(DT dt, void* dx, const void* dy, const void* w, const ConvGe
                      g.in_channels * g.in_h * g.in_w});
 }
 
-// dw = the chunks' weight-gradient partials (row c of parts: chunk c) added in chunk order,
-// the elements split between threads.
-void add_weight_partials(float* dw, const float* parts, int64_t chunks, int64_t wsize) {
-  parallel_for(0, wsize, 4096, [&](int64_t b, int64_t e) {
-    std::copy(parts + b, parts + e, dw + b);
-    for (int64_t c = 1; c < chunks; ++c) {
-      const float* p = parts + c * wsize;
-      for (int64_t i = b; i < e; ++i) dw[i] += p[i];
-    }
-  });
-}
-
 bool run_weight_grad(DT dt, float* dw, const void* x, const void* dy, const ConvGeometry& g, float* dbias) {
-  const int64_t mb = ceil_div(g.batch, kChunks);
-  const int64_t chunks = ceil_div(g.batch, mb);
-  const int64_t wsize = g.out_channels * g.in_channels * g.kernel_h * g.kernel_w;
-  // Each chunk writes its partial sum into row c of `all`; the rows are added in chunk
-  // order afterwards (Note [oneDNN convolution]). One chunk writes dw directly.
-  // Not value-initialised: every chunk writes its whole row (zeroing 590 KB of partials
-  // per call of a 64x32x3x3 layer's weight gradient was serial time on the calling thread).
-  std::unique_ptr<float[]> all;
-  float* target = dw;
-  if (chunks > 1) {
-    all.reset(new float[static_cast<size_t>(chunks * wsize)]);
-    target = all.get();
-  }
-  std::vector<double> bias_part(dbias ? static_cast<size_t>(chunks * g.out_channels) : 0);
+  // Each chunk writes its partial sum into its row of `parts` (Note [oneDNN convolution]);
+  // the bias gradient only on the float32 path (the bf16 one passes dbias = nullptr).
+  WeightGradParts parts(dw, dbias, ceil_div(g.batch, ceil_div(g.batch, kChunks)), g);
   if (!run_chunks({Kind::Weight, g, dt, x, g.in_channels * g.in_h * g.in_w, dy, g.out_channels * g.out_h * g.out_w,
-                   nullptr, nullptr, target, wsize, dbias ? bias_part.data() : nullptr})) {
+                   nullptr, nullptr, parts.row(0), parts.row_size(), dbias ? &parts : nullptr})) {
     return false;
   }
-  if (dbias) sum_chunk_partials(bias_part.data(), chunks, g.out_channels, dbias);
-  if (chunks > 1) add_weight_partials(dw, all.get(), chunks, wsize);
+  parts.finish();
   return true;
 }
 
@@ -477,60 +505,42 @@ bool run_backward(float* dx, float* dw, float* dbias, const float* x, const floa
   dnnl::engine& eng = cpu_engine();
   const void* w_conv = weight_in_plan_layout(*in_full, w);
   const int64_t x_image = g.in_channels * g.in_h * g.in_w, y_image = g.out_channels * g.out_h * g.out_w;
-  const int64_t wsize = g.out_channels * g.in_channels * g.kernel_h * g.kernel_w, ohw = g.out_h * g.out_w;
-  std::unique_ptr<float[]> all;  // as in run_weight_grad
-  float* target = dw;
-  if (chunks > 1) {
-    all.reset(new float[static_cast<size_t>(chunks * wsize)]);
-    target = all.get();
-  }
-  std::vector<double> bias_part(dbias ? static_cast<size_t>(chunks * g.out_channels) : 0);
-  parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
-    OneOmpThread one_thread;
-    ThreadState& ts = thread_state();
-    dnnl::stream& s = ts.get_stream();
-    for (int64_t c = c0; c < c1; ++c) {
-      const Plan& pi = c == chunks - 1 ? *in_tail : *in_full;
-      const Plan& pw = c == chunks - 1 ? *w_tail : *w_full;
-      const int64_t n0 = c * mb, images = c == chunks - 1 ? g.batch - n0 : mb;
-      const float* dy_c = dy + n0 * y_image;
-      if (dbias) {
-        double* part = bias_part.data() + c * g.out_channels;
-        std::fill(part, part + g.out_channels, 0.0);
-        for (int64_t i = 0; i < images; ++i) add_plane_sums(part, dy_c + i * y_image, g.out_channels, ohw);
-      }
-      void* scratch_ptr = ts.scratch.get(std::max<size_t>({pi.scratch_bytes, pw.scratch_bytes, 1}));
-      const memory scratch_i(pi.scratch_md, eng, scratch_ptr), scratch_w(pw.scratch_md, eng, scratch_ptr);
-      // An operand in the layout a map wants (reordered into buf unless it is the user's).
-      auto operand = [&](const memory::desc& user, const memory::desc& conv, const Reorder& r, const float* data,
-                         Buffer& buf, const memory& scratch) {
-        const memory m(user, eng, const_cast<float*>(data));
-        if (r.identity) return m;
-        memory blk(conv, eng, buf.get(conv.get_size()));
-        run_reorder(r, s, m, blk, scratch);
-        return blk;
-      };
-      // A map's result: computed in the plan's layout, then reordered to the user's.
-      auto result = [&](const Plan& p, float* data, std::unordered_map<int, memory> args, const memory& scratch) {
-        const memory user(p.out_user, eng, data);
-        const memory out = p.r_out.identity ? user : memory(p.out_conv, eng, ts.out.get(p.out_conv.get_size()));
-        args.emplace(p.arg_out, out);
-        args.emplace(DNNL_ARG_SCRATCHPAD, scratch);
-        p.conv.execute(s, args);
-        if (!p.r_out.identity) run_reorder(p.r_out, s, out, user, scratch);
-      };
-      const memory dy_blk = operand(pi.in1_user, pi.in1_conv, pi.r_in1, dy_c, ts.in2, scratch_i);
-      // The input gradient of the chunk, then its weight-gradient partial from the same dy.
-      result(pi, dx + n0 * x_image,
-             {{DNNL_ARG_DIFF_DST, dy_blk}, {DNNL_ARG_WEIGHTS, memory(pi.w_conv, eng, const_cast<void*>(w_conv))}},
-             scratch_i);
-      const memory x_blk = operand(pw.in1_user, pw.in1_conv, pw.r_in1, x + n0 * x_image, ts.in1, scratch_w);
-      result(pw, target + c * wsize, {{DNNL_ARG_SRC, x_blk}, {DNNL_ARG_DIFF_DST, dy_blk}}, scratch_w);
-      s.wait();
-    }
+  WeightGradParts parts(dw, dbias, chunks, g);
+  for_each_chunk(chunks, [&](int64_t c, ThreadState& ts, dnnl::stream& s) {
+    const Plan& pi = c == chunks - 1 ? *in_tail : *in_full;
+    const Plan& pw = c == chunks - 1 ? *w_tail : *w_full;
+    const int64_t n0 = c * mb, images = c == chunks - 1 ? g.batch - n0 : mb;
+    const float* dy_c = dy + n0 * y_image;
+    parts.add_bias(c, dy_c, images);
+    void* scratch_ptr = ts.scratch.get(std::max<size_t>({pi.scratch_bytes, pw.scratch_bytes, 1}));
+    const memory scratch_i(pi.scratch_md, eng, scratch_ptr), scratch_w(pw.scratch_md, eng, scratch_ptr);
+    // An operand in the layout a map wants (reordered into buf unless it is the user's).
+    auto operand = [&](const memory::desc& user, const memory::desc& conv, const Reorder& r, const float* data,
+                       Buffer& buf, const memory& scratch) {
+      const memory m(user, eng, const_cast<float*>(data));
+      if (r.identity) return m;
+      memory blk(conv, eng, buf.get(conv.get_size()));
+      run_reorder(r, s, m, blk, scratch);
+      return blk;
+    };
+    // A map's result: computed in the plan's layout, then reordered to the user's.
+    auto result = [&](const Plan& p, float* data, std::unordered_map<int, memory> args, const memory& scratch) {
+      const memory user(p.out_user, eng, data);
+      const memory out = p.r_out.identity ? user : memory(p.out_conv, eng, ts.out.get(p.out_conv.get_size()));
+      args.emplace(p.arg_out, out);
+      args.emplace(DNNL_ARG_SCRATCHPAD, scratch);
+      p.conv.execute(s, args);
+      if (!p.r_out.identity) run_reorder(p.r_out, s, out, user, scratch);
+    };
+    const memory dy_blk = operand(pi.in1_user, pi.in1_conv, pi.r_in1, dy_c, ts.in2, scratch_i);
+    // The input gradient of the chunk, then its weight-gradient partial from the same dy.
+    result(pi, dx + n0 * x_image,
+           {{DNNL_ARG_DIFF_DST, dy_blk}, {DNNL_ARG_WEIGHTS, memory(pi.w_conv, eng, const_cast<void*>(w_conv))}},
+           scratch_i);
+    const memory x_blk = operand(pw.in1_user, pw.in1_conv, pw.r_in1, x + n0 * x_image, ts.in1, scratch_w);
+    result(pw, parts.row(c), {{DNNL_ARG_SRC, x_blk}, {DNNL_ARG_DIFF_DST, dy_blk}}, scratch_w);
   });
-  if (dbias) sum_chunk_partials(bias_part.data(), chunks, g.out_channels, dbias);
-  if (chunks > 1) add_weight_partials(dw, all.get(), chunks, wsize);
+  parts.finish();
   return true;
 }
 
