@@ -1,10 +1,13 @@
 // Convolution and pooling modules: output shapes, PyTorch's default init bounds, repr,
-// state_dict keys, option errors, and the Fashion-MNIST CNN end to end (shapes + backward).
+// state_dict keys, option errors, the Fashion-MNIST CNN end to end (shapes + backward), and
+// Sequential's ReLU -> MaxPool2d swap (the same bits as the modules' own order).
 
 #include <ember/ember.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -99,6 +102,139 @@ TEST(ConvModule, FashionMnistCnnTrainsOneStep) {
   for (const auto& p : net->named_parameters()) {
     ASSERT_TRUE(p.value().grad().defined()) << p.key();
     EXPECT_GT(p.value().grad().abs().sum().item<float>(), 0.0f) << p.key();
+  }
+}
+
+// The children one after another, in their own order (what Sequential did before Note [Pool
+// before ReLU]).
+Tensor InOrder(SequentialImpl& net, const Tensor& x) {
+  Tensor y = x;
+  for (const auto& m : net) y = (*m)(y);
+  return y;
+}
+
+// Same bits, NaN included (not just equal values: +0 and -0 differ here).
+void ExpectSameBits(const Tensor& a, const Tensor& b, const std::string& what) {
+  ASSERT_EQ(Sizes(a), Sizes(b)) << what;
+  const std::vector<double> va = a.to_vector<double>(), vb = b.to_vector<double>();
+  size_t differ = 0;
+  for (size_t i = 0; i < va.size(); ++i) differ += std::memcmp(&va[i], &vb[i], sizeof(double)) != 0;
+  EXPECT_EQ(differ, 0u) << what << ": " << differ << " of " << va.size() << " elements differ";
+}
+
+// An input whose pooling windows hold every case the swap must get right: all negative,
+// all zero (+0 and -0 mixed), ties of a positive maximum, a NaN, -inf, +inf, and random
+// values; in a non-contiguous (transposed) layout.
+Tensor HardPoolInput(DType dtype) {
+  manual_seed(11);
+  Tensor x = randn({3, 4, 9, 10}, TensorOptions(dtype));
+  std::vector<double> v = x.to_vector<double>();
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  auto at = [&](int64_t n, int64_t c, int64_t h, int64_t w) -> double& { return v[((n * 4 + c) * 9 + h) * 10 + w]; };
+  for (int64_t c = 0; c < 4; ++c) {
+    at(0, c, 0, 0) = -1.5, at(0, c, 0, 1) = -0.5, at(0, c, 1, 0) = -2, at(0, c, 1, 1) = -0.25;   // all negative
+    at(0, c, 0, 2) = -0.0, at(0, c, 0, 3) = 0.0, at(0, c, 1, 2) = -3, at(0, c, 1, 3) = -0.0;     // zeros, -0 first
+    at(0, c, 2, 0) = 0.75, at(0, c, 2, 1) = 0.75, at(0, c, 3, 0) = -1, at(0, c, 3, 1) = 0.75;    // positive ties
+    at(1, c, 0, 0) = nan, at(1, c, 1, 1) = 2;                                                   // NaN with a larger value
+    at(1, c, 2, 2) = -inf, at(1, c, 2, 3) = -inf, at(1, c, 3, 2) = -inf, at(1, c, 3, 3) = -inf;  // all -inf
+    at(2, c, 4, 4) = inf;
+  }
+  Tensor plain = tensor(v, TensorOptions(kFloat64)).reshape({3, 4, 9, 10}).to(dtype);
+  return plain.transpose(2, 3).contiguous().transpose(2, 3);  // the same values, strided
+}
+
+TEST(SequentialPoolBeforeRelu, SameBitsForwardAndBackward) {
+  for (DType dtype : {kFloat32, kFloat64}) {
+    for (const MaxPool2dOptions& po :
+         {MaxPool2dOptions(2), MaxPool2dOptions(3).stride(2).padding(1).ceil_mode(true),
+          MaxPool2dOptions({2, 3}).stride({1, 2}).dilation(2)}) {
+      Sequential net{ReLU(), MaxPool2d(po)};
+      const Tensor base = HardPoolInput(dtype);
+      ASSERT_FALSE(base.is_contiguous());
+      Tensor x1 = base.detach().requires_grad_(true), x2 = base.detach().requires_grad_(true);
+      Tensor y1 = net->forward(x1), y2 = InOrder(*net, x2);
+      // The swap happened: the last op recorded is ReLU, not the pool.
+      ASSERT_NE(y1.grad_fn(), nullptr);
+      EXPECT_EQ(y1.grad_fn()->name(), "ReluBackward0");
+      EXPECT_EQ(y2.grad_fn()->name(), "MaxPool2DWithIndicesBackward0");
+      ExpectSameBits(y1, y2, "forward");
+      manual_seed(5);
+      Tensor dy = randn(y1.sizes(), TensorOptions(dtype));
+      y1.backward(dy);
+      y2.backward(dy);
+      ExpectSameBits(x1.grad(), x2.grad(), "input gradient");
+      EXPECT_TRUE(y1.isnan().any().item<bool>());  // the NaN window reached the output
+    }
+  }
+}
+
+TEST(SequentialPoolBeforeRelu, ConvNetTrainsWithTheSameBits) {
+  manual_seed(3);
+  Sequential net(Conv2d(Conv2dOptions(2, 6, 3).padding(1)), ReLU(), MaxPool2d(MaxPool2dOptions(2)),
+                 Conv2d(Conv2dOptions(6, 8, 3).padding(1)), ReLU(), MaxPool2d(MaxPool2dOptions(2)), Flatten(),
+                 Linear(8 * 3 * 3, 5), ReLU(), Linear(5, 3));
+  Tensor x = randn({5, 2, 12, 12});
+  Tensor y1 = net->forward(x);
+  y1.pow(2).sum().backward();
+  std::vector<Tensor> g1;
+  for (const auto& p : net->parameters()) g1.push_back(p.grad().clone());
+  net->zero_grad();
+  Tensor y2 = InOrder(*net, x);
+  y2.pow(2).sum().backward();
+  ExpectSameBits(y1, y2, "output");
+  const auto params = net->named_parameters();
+  for (size_t i = 0; i < params.size(); ++i) ExpectSameBits(g1[i], params[i].value().grad(), params[i].key());
+  // Under no_grad too (inference).
+  NoGradGuard ng;
+  ExpectSameBits(net->forward(x), InOrder(*net, x), "no_grad output");
+}
+
+TEST(SequentialPoolBeforeRelu, KeptInOrderWhereTheSwapWouldShow) {
+  const Tensor x = randn({2, 3, 6, 6});
+  {  // a hook on the ReLU sees the full-size activation
+    Sequential net(ReLU(), MaxPool2d(MaxPool2dOptions(2)));
+    std::vector<int64_t> seen;
+    auto h = net[0]->register_forward_hook([&](Module&, const TensorList&, const TensorList& out) {
+      seen = out[0].sizes().vec();
+      return std::optional<TensorList>();
+    });
+    Tensor y = net->forward(x.detach().requires_grad_(true));
+    EXPECT_EQ(seen, (I64{2, 3, 6, 6}));
+    EXPECT_EQ(y.grad_fn()->name(), "MaxPool2DWithIndicesBackward0");
+    h.remove();
+    EXPECT_EQ(net->forward(x.detach().requires_grad_(true)).grad_fn()->name(), "ReluBackward0");
+  }
+  {  // a hook on the pool sees ReLU's output as its input
+    Sequential net(ReLU(), MaxPool2d(MaxPool2dOptions(2)));
+    std::vector<int64_t> seen;
+    auto h = net[1]->register_forward_pre_hook([&](Module&, const TensorList& in) {
+      seen = in[0].sizes().vec();
+      return std::optional<TensorList>();
+    });
+    net->forward(x);
+    EXPECT_EQ(seen, (I64{2, 3, 6, 6}));
+  }
+  {  // an in-place ReLU overwrites its input, as it says
+    Sequential net(ReLU(ReLUOptions().inplace(true)), MaxPool2d(MaxPool2dOptions(2)));
+    Tensor z = randn({2, 3, 6, 6});
+    Tensor expect = z.relu();
+    Tensor y = net->forward(z);
+    EXPECT_TRUE(z.equal(expect));
+    EXPECT_TRUE(y.equal(max_pool2d(expect, 2)));
+  }
+  {  // a traced graph keeps the modules' order (and computes the same bits)
+    Sequential net(ReLU(), MaxPool2d(MaxPool2dOptions(2)));
+    net->eval();
+    jit::GraphModule g = jit::trace(*net, x);
+    const std::string text = g.graph().str();
+    ASSERT_NE(text.find("relu"), std::string::npos) << text;
+    ASSERT_NE(text.find("max_pool2d"), std::string::npos) << text;
+    EXPECT_LT(text.find("relu"), text.find("max_pool2d")) << text;
+    ExpectSameBits(g.forward(x), net->forward(x), "traced graph");
+  }
+  {  // other orders and activations are left alone
+    Sequential net(MaxPool2d(MaxPool2dOptions(2)), ReLU(), Tanh(), MaxPool2d(MaxPool2dOptions(1)));
+    EXPECT_EQ(net->forward(x.detach().requires_grad_(true)).grad_fn()->name(), "MaxPool2DWithIndicesBackward0");
   }
 }
 

@@ -203,7 +203,12 @@ class Module : public std::enable_shared_from_this<Module> {
   // Runs the pre-hooks, then fn (the forward), then the post-hooks. Modules call this
   // from operator() so that hooks apply to every call.
   TensorList run_with_hooks(const TensorList& inputs, const std::function<TensorList(const TensorList&)>& fn);
+
+ public:
+  // Whether forward hooks are registered on this module.
   bool has_hooks() const { return !pre_hooks_.empty() || !post_hooks_.empty(); }
+
+ protected:
   // Used by clone(): copies this module's tensors and children into `copy`.
   void clone_into(Module& copy) const;
   // The registered submodules and parameters themselves (stable: containers iterate them).

@@ -1,6 +1,11 @@
 #include "ember/nn/modules/container.h"
 
+#include <typeinfo>
+
 #include "ember/core/check.h"
+#include "ember/jit/jit.h"
+#include "ember/nn/modules/activation.h"
+#include "ember/nn/modules/pooling.h"
 
 namespace ember::nn {
 
@@ -29,10 +34,37 @@ void SequentialImpl::check_not_empty() const {
   EMBER_CHECK(!modules_.empty(), "[nn.Sequential] Cannot call forward() on an empty Sequential; push_back modules first");
 }
 
+// Note [Pool before ReLU]
+// ReLU followed by a max-pool is the same function as the max-pool followed by ReLU: ReLU
+// does not decrease, so it keeps each window's maximum where it was, and every window of
+// the second order's input is four (kernel-size) times smaller. Where a Sequential holds a
+// plain ReLU (not in place) right before a plain MaxPool2d, neither with hooks, and no
+// trace is being recorded (a traced graph keeps the modules' order), forward runs the pool
+// first. The output has the same bits (relu maps -0 and every x <= 0 to +0, NaN to itself;
+// a window's maximum is found among the same values, ties and NaN at the same places), and
+// so has the input's gradient: where the window's maximum is > 0 or NaN both orders send
+// dy to the same element, and where it is <= 0 ReLU's gradient is +0 in both, written over
+// a zero-filled gradient. What changes is the cost: ReLU and its backward read and write
+// the pooled tensor instead of the full one, and autograd keeps the pooled activation
+// instead of the full one (LeNet/VGG-style stacks: a 2x2 pool saves 3/4 of both passes).
+bool SequentialImpl::pool_before_relu(size_t i) const {
+  if (i + 1 >= modules_.size() || !any_[i].is_empty() || !any_[i + 1].is_empty()) return false;
+  const Module& relu = *modules_[i];
+  const Module& pool = *modules_[i + 1];
+  if (typeid(relu) != typeid(ReLUImpl) || typeid(pool) != typeid(MaxPool2dImpl)) return false;
+  if (static_cast<const ReLUImpl&>(relu).options.inplace() || relu.has_hooks() || pool.has_hooks()) return false;
+  return !jit::is_tracing();
+}
+
 Tensor SequentialImpl::forward(const Tensor& input) {
   check_not_empty();
   Tensor x = input;
   for (size_t i = 0; i < modules_.size(); ++i) {
+    if (pool_before_relu(i)) {  // Note [Pool before ReLU]
+      x = (*modules_[i])((*modules_[i + 1])(x));
+      ++i;
+      continue;
+    }
     x = any_[i].is_empty() ? (*modules_[i])(x) : any_[i].forward<Tensor>(x);
   }
   return x;

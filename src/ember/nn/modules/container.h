@@ -132,6 +132,9 @@ class SequentialImpl : public Module {
   [[noreturn]] static void throw_return_type(const std::type_info& actual, const std::type_info& asked);
   void push_back_impl(const std::string& name, std::shared_ptr<Module> module, AnyModule any);
   void check_not_empty() const;
+  // Whether children i, i + 1 are a ReLU and a MaxPool2d that forward may swap (Note [Pool
+  // before ReLU] in container.cpp).
+  bool pool_before_relu(size_t i) const;
   // Child i on one value (the previous child's output), or several for the first.
   AnyValue forward_child(size_t i, AnyValue&& value);
   template <typename... V>
