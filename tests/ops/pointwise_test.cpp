@@ -5,7 +5,10 @@
 #include <ember/ember.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -203,6 +206,70 @@ TEST(Pointwise, VectorisedFloatMathDoesNotDependOnLayout) {
     Tensor row = a.slice(0, 0, 1);
     EXPECT_TRUE(equal(fn(row.expand({37, 29}), b), fn(row.expand({37, 29}).contiguous(), b))) << name << " broadcast";
   }
+}
+
+// Bits of a float32 tensor, so that -0 and NaN payloads count.
+std::vector<uint32_t> Bits(const Tensor& t) {
+  const std::vector<float> v = t.contiguous().to_vector<float>();
+  std::vector<uint32_t> out(v.size());
+  std::memcpy(out.data(), v.data(), v.size() * sizeof(float));
+  return out;
+}
+
+// Note [Small flat float32 operands]: add/sub/mul/div (and relu) of small contiguous
+// same-shape float32 tensors skip the iterator; every result must have the bits of the iterator's path (taken
+// for strided operands, broadcasts, a non-unit alpha and large sizes).
+TEST(Pointwise, SmallFlatFloatOperandsMatchTheStridedPath) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t n : {1, 10, 33, 32768, 32769}) {
+    manual_seed(static_cast<uint64_t>(n));
+    Tensor a = randn({n}), b = randn({n});
+    std::vector<float> av = a.to_vector<float>(), bv = b.to_vector<float>();
+    const std::vector<std::pair<float, float>> special{{0.0f, -0.0f}, {-0.0f, -0.0f}, {1.0f, 0.0f}, {-1.0f, 0.0f},
+                                                      {0.0f, 0.0f},  {inf, inf},     {inf, -inf}, {nan, 1.0f},
+                                                      {1e-40f, 3.0f}, {3e38f, 3e38f}};
+    for (size_t i = 0; i < special.size() && i < av.size(); ++i) av[i] = special[i].first, bv[i] = special[i].second;
+    a = tensor(av);
+    b = tensor(bv);
+    // The same values through a strided view (a column of a 2-column matrix).
+    auto strided = [&](const Tensor& t) { return stack({t, t}, 1).select(1, 0); };
+    const Tensor as = strided(a), bs = strided(b);
+    ASSERT_TRUE(n == 1 || !as.is_contiguous());  // a single element is contiguous at any stride
+    for (auto [name, fn] : std::vector<std::pair<std::string, std::function<Tensor(const Tensor&, const Tensor&)>>>{
+             {"add", [](const Tensor& x, const Tensor& y) { return x + y; }},
+             {"sub", [](const Tensor& x, const Tensor& y) { return x - y; }},
+             {"mul", [](const Tensor& x, const Tensor& y) { return x * y; }},
+             {"div", [](const Tensor& x, const Tensor& y) { return x / y; }},
+             {"add alpha", [](const Tensor& x, const Tensor& y) { return add(x, y, 0.5); }}}) {
+      const Tensor flat = fn(a, b), ref = fn(as, bs);
+      EXPECT_EQ(Bits(flat), Bits(ref)) << name << " n=" << n;
+      if (n == 10) {
+        const std::vector<float> v = flat.to_vector<float>();
+        const std::vector<float> x = a.to_vector<float>(), y = b.to_vector<float>();
+        if (name == "add") {
+          EXPECT_TRUE(std::isinf(v[9]) && v[9] > 0) << "3e38 + 3e38 overflows";
+        }
+        if (name == "mul") {
+          EXPECT_EQ(v[8], x[8] * y[8]) << "a subnormal operand";
+        }
+        if (name == "div") {
+          EXPECT_TRUE(std::isnan(v[4]) && std::isinf(v[2]) && std::signbit(v[3])) << name;
+        }
+      }
+    }
+    EXPECT_EQ(Bits(a.relu()), Bits(as.relu())) << "relu n=" << n;
+    // In place: the output is the first operand.
+    Tensor c = a.clone();
+    c.mul_(b);
+    EXPECT_EQ(Bits(c), Bits(as * bs)) << "mul_ n=" << n;
+    c = a.clone();
+    c.sub_(b);
+    EXPECT_EQ(Bits(c), Bits(as - bs)) << "sub_ n=" << n;
+  }
+  // Autograd through the flat path.
+  Tensor x = tensor(std::vector<float>{1, 2, 3}).requires_grad_(true), y = tensor(std::vector<float>{4, 5, 6});
+  (x * y + x / y).sum().backward();
+  EXPECT_EQ(x.grad().to_vector<float>(), (std::vector<float>{4 + 1 / 4.0f, 5 + 1 / 5.0f, 6 + 1 / 6.0f}));
 }
 
 TEST(Pointwise, AllcloseIscloseEqual) {

@@ -34,6 +34,7 @@ DType ResultTypeState::result() const {
 }
 
 DType result_type(const Tensor& a, const Tensor& b) {
+  if (a.defined() && b.defined() && a.dtype() == b.dtype()) return a.dtype();  // every category rule agrees
   ResultTypeState s;
   s.update(a);
   s.update(b);
