@@ -21,6 +21,7 @@ fails.
 import argparse
 import datetime
 import json
+import math
 import os
 import platform
 import shlex
@@ -73,10 +74,28 @@ def machine_limits(build, threads):
             best[k] = max(best.get(k, 0.0), v)
     print(f"$ {shlex.join(cmd)}")
     print(f"  limits: read {best['read_gbs']:.1f} GB/s, copy {best['copy_gbs']:.1f} GB/s, "
-          f"write {best['write_gbs']:.1f} GB/s, sgemm {best['gemm_gflops']:.0f} GFLOP/s (OpenBLAS "
-          f"{best['openblas_gflops']:.0f}, oneDNN {best['onednn_gflops']:.0f}) ({threads} threads)\n", flush=True)
+          f"write {best['write_gbs']:.1f} GB/s (256 MiB buffers); read {best['read64_gbs']:.1f} / "
+          f"{best['read16_gbs']:.1f} GB/s, copy {best['copy64_gbs']:.1f} / {best['copy16_gbs']:.1f} GB/s (64 / 16 MiB); "
+          f"sgemm {best['gemm_gflops']:.0f} GFLOP/s (OpenBLAS {best['openblas_gflops']:.0f}, oneDNN "
+          f"{best['onednn_gflops']:.0f}) ({threads} threads)\n", flush=True)
     return {"read": best["read_gbs"], "copy": best["copy_gbs"], "write": best["write_gbs"],
-            "gemm": best["gemm_gflops"]}
+            "gemm": best["gemm_gflops"],
+            # Note [Limits at the case's size] (bench/stream.cpp): by buffer size in MiB.
+            "read_at": {16: best["read16_gbs"], 64: best["read64_gbs"], 256: best["read_gbs"]},
+            "copy_at": {16: best["copy16_gbs"], 64: best["copy64_gbs"], 256: best["copy_gbs"]}}
+
+
+def limit_for(case, limits):
+    """(GB/s or GFLOP/s, label) the case is compared with: for memory-bound cases the kernel
+    whose buffer is nearest (log scale) to the case's own array size (Note [Limits at the
+    case's size]); a read case's array is its bytes, a copy case moves each byte of its
+    arrays twice (read and write), as STREAM counts."""
+    kind = case["limit"]
+    if kind not in ("read", "copy") or case["bytes"] <= 0:
+        return limits[kind], kind
+    mib = case["bytes"] / (1 << 20) / (1 if kind == "read" else 2)
+    size = min(limits[kind + "_at"], key=lambda m: abs(math.log2(m) - math.log2(max(mib, 1e-9))))
+    return limits[kind + "_at"][size], f"{kind} {size} MiB"
 
 
 def build_cases(args):
@@ -233,7 +252,8 @@ def main():
             v, unit = rate(c, seconds[side])
             if v is not None:
                 row[side]["rate"], row["rate_unit"] = v, unit
-                row[side]["pct_of_limit"] = 100.0 * v / limits[c["limit"]]
+                lim, row["limit_used"] = limit_for(c, limits)
+                row[side]["pct_of_limit"] = 100.0 * v / lim
         for side in ("ember", "torch"):
             row[side]["summaries"] = summaries[side]
         if c["family"] == "main":
@@ -248,7 +268,7 @@ def main():
     # The table.
     width = max([len(r["name"]) for r in rows] + [4])
     print(f"\n{'case':<{width}} {'ember':>10} {'±%':>4} {'torch':>10} {'±%':>4} {'e/t':>6} "
-          f"{'ember rate':>16} {'%lim e':>7} {'%lim t':>7}")
+          f"{'ember rate':>16} {'%lim e':>7} {'%lim t':>7}  limit")
     for r in rows:
         rate_s, pe, pt = "", "", ""
         if "rate" in r["ember"]:
@@ -257,12 +277,14 @@ def main():
         unit = r["unit"]
         print(f"{r['name']:<{width}} {r['ember']['median']:>8.4g}{unit:<2} {r['ember']['spread_pct']:>4.0f} "
               f"{r['torch']['median']:>8.4g}{unit:<2} {r['torch']['spread_pct']:>4.0f} {r['ratio']:>6.2f} "
-              f"{rate_s:>16} {pe:>7} {pt:>7}")
+              f"{rate_s:>16} {pe:>7} {pt:>7}  {r.get('limit_used', '')}")
     for r in rows:
         if "note" in r:
             print(f"{r['name']}: {r['note']}")
     slower = [r["name"] for r in rows if r["ratio"] > 1.0]
-    print(f"\nlimits: read {limits['read']:.1f} GB/s, copy {limits['copy']:.1f} GB/s, "
+    print(f"\nlimits: read {limits['read']:.1f} GB/s, copy {limits['copy']:.1f} GB/s (256 MiB); read "
+          f"{limits['read_at'][64]:.1f} / {limits['read_at'][16]:.1f} GB/s, copy {limits['copy_at'][64]:.1f} / "
+          f"{limits['copy_at'][16]:.1f} GB/s (64 / 16 MiB; each case against the size nearest its arrays'); "
           f"sgemm {limits['gemm']:.0f} GFLOP/s. ±%: half the range of the {args.rounds} round values.")
     print(f"cases where ember is slower than torch: {len(slower)}" + (": " + "; ".join(slower) if slower else ""))
 
