@@ -314,10 +314,6 @@ void run(const ElementwiseIter& it, DType dt, const char* name, const Scalar& al
   }
 }
 
-}  // namespace
-
-namespace {
-
 // Note [Small flat float32 operands]: float32 operands that are contiguous and of the
 // output's shape, too few for more than one parallel chunk, need none of the iterator's
 // work (dims reordered and merged, a run per chunk): a plain loop over the elements does

@@ -289,10 +289,6 @@ void run(const ElementwiseIter& it, DType dt, const UnaryParams& p) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // ReLU of a small contiguous float32 tensor into one of its shape: one loop, no iterator
 // (as Note [Small flat float32 operands] in binary.cpp); the scalar rule Relu::scalar.
 bool small_flat_relu(const Tensor& out, const Tensor& in) {

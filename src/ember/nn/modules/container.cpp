@@ -36,8 +36,8 @@ void SequentialImpl::check_not_empty() const {
 
 // Note [Pool before ReLU]
 // ReLU followed by a max-pool is the same function as the max-pool followed by ReLU: ReLU
-// does not decrease, so it keeps each window's maximum where it was, and every window of
-// the second order's input is four (kernel-size) times smaller. Where a Sequential holds a
+// does not decrease, so it keeps each window's maximum where it was; in the second order
+// ReLU runs on the pooled tensor (4x smaller for 2x2 windows with stride 2). Where a Sequential holds a
 // plain ReLU (not in place) right before a plain MaxPool2d, neither with hooks, and no
 // trace is being recorded (a traced graph keeps the modules' order), forward runs the pool
 // first. The output has the same bits (relu maps -0 and every x <= 0 to +0, NaN to itself;
