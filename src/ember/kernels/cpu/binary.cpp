@@ -315,38 +315,29 @@ void run(const ElementwiseIter& it, DType dt, const char* name, const Scalar& al
 }
 
 // Note [Small flat float32 operands]: float32 operands that are contiguous and of the
-// output's shape, too few for more than one parallel chunk, need none of the iterator's
-// work (dims reordered and merged, a run per chunk): a plain loop over the elements does
-// the same arithmetic (one IEEE operation per element, so the same bits) for a fraction of a
-// tiny op's fixed cost. Returns false, having done nothing, for everything else.
+// output's shape, too few for more than one parallel chunk (small_flat_float32 in iter.h),
+// need none of the iterator's work (dims reordered and merged, a run per chunk): a plain loop
+// over the elements does the same arithmetic (one IEEE operation per element, so the same
+// bits) for a fraction of a tiny op's fixed cost. Returns false, having done nothing, for
+// everything else.
 bool small_flat_float(BinaryOp op, const Tensor& out, const Tensor& a, const Tensor& b, const Scalar& alpha) {
-  const int64_t n = out.numel();
-  if (n > 32768 || out.dtype() != kFloat32 || a.dtype() != kFloat32 || b.dtype() != kFloat32) return false;
-  if (op != BinaryOp::Add && op != BinaryOp::Sub && op != BinaryOp::Mul && op != BinaryOp::Div) return false;
-  if (!out.is_contiguous() || !a.is_contiguous() || !b.is_contiguous() || a.sizes() != out.sizes() ||
-      b.sizes() != out.sizes()) {
-    return false;
-  }
+  const bool unit_add_sub = (op == BinaryOp::Add || op == BinaryOp::Sub) && alpha.to_double() == 1.0;
+  if (!unit_add_sub && op != BinaryOp::Mul && op != BinaryOp::Div) return false;
+  if (!small_flat_float32(out, {&a, &b})) return false;
   float* o = static_cast<float*>(out.data_ptr());
   const float* x = static_cast<const float*>(a.data_ptr());
   const float* y = static_cast<const float*>(b.data_ptr());
+  const int64_t n = out.numel();
+  auto each = [&](auto f) {
+    for (int64_t i = 0; i < n; ++i) o[i] = f(x[i], y[i]);
+  };
   switch (op) {
-    case BinaryOp::Add:
-    case BinaryOp::Sub:
-      if (alpha.to_double() != 1.0) return false;
-      if (op == BinaryOp::Add) {
-        for (int64_t i = 0; i < n; ++i) o[i] = x[i] + y[i];
-      } else {
-        for (int64_t i = 0; i < n; ++i) o[i] = x[i] - y[i];
-      }
-      return true;
-    case BinaryOp::Mul:
-      for (int64_t i = 0; i < n; ++i) o[i] = x[i] * y[i];
-      return true;
-    default:
-      for (int64_t i = 0; i < n; ++i) o[i] = x[i] / y[i];
-      return true;
+    case BinaryOp::Add: each([](float u, float v) { return u + v; }); break;
+    case BinaryOp::Sub: each([](float u, float v) { return u - v; }); break;
+    case BinaryOp::Mul: each([](float u, float v) { return u * v; }); break;
+    default: each([](float u, float v) { return u / v; }); break;
   }
+  return true;
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // first element of the run and strides[k] is its step in bytes.
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "ember/core/function_ref.h"
 #include "ember/core/shape.h"
@@ -37,8 +38,10 @@ class ElementwiseIter {
 
   // Runs loop over the elements [begin, end) of the iteration order.
   void serial_for_each(LoopFn loop, int64_t begin, int64_t end) const;
+  // Elements per parallel chunk of for_each, unless told otherwise.
+  static constexpr int64_t kGrain = 32768;
   // Runs loop over everything, in parallel chunks of `grain` elements.
-  void for_each(LoopFn loop, int64_t grain = 32768) const;
+  void for_each(LoopFn loop, int64_t grain = kGrain) const;
 
  private:
   void add_operand(void* data, DType dtype);
@@ -53,5 +56,16 @@ class ElementwiseIter {
   int nops_ = 0;
   int64_t numel_ = 1;
 };
+
+// Note [Small flat float32 operands] (kernels/cpu/binary.cpp): whether out and every input are
+// float32, contiguous and of out's shape, with no more elements than one parallel chunk, so
+// that a plain loop over the elements does an element-wise op's work without the iterator.
+inline bool small_flat_float32(const Tensor& out, std::initializer_list<const Tensor*> inputs) {
+  if (out.numel() > ElementwiseIter::kGrain || out.dtype() != kFloat32 || !out.is_contiguous()) return false;
+  for (const Tensor* t : inputs) {
+    if (t->dtype() != kFloat32 || !t->is_contiguous() || t->sizes() != out.sizes()) return false;
+  }
+  return true;
+}
 
 }  // namespace ember::kernels

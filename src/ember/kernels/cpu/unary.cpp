@@ -292,11 +292,8 @@ void run(const ElementwiseIter& it, DType dt, const UnaryParams& p) {
 // ReLU of a small contiguous float32 tensor into one of its shape: one loop, no iterator
 // (as Note [Small flat float32 operands] in binary.cpp); the scalar rule Relu::scalar.
 bool small_flat_relu(const Tensor& out, const Tensor& in) {
+  if (!small_flat_float32(out, {&in})) return false;
   const int64_t n = out.numel();
-  if (n > 32768 || out.dtype() != kFloat32 || in.dtype() != kFloat32 || !out.is_contiguous() ||
-      !in.is_contiguous() || in.sizes() != out.sizes()) {
-    return false;
-  }
   float* o = static_cast<float*>(out.data_ptr());
   const float* x = static_cast<const float*>(in.data_ptr());
   for (int64_t i = 0; i < n; ++i) o[i] = Relu::scalar(x[i], UnaryParams{});
