@@ -4,31 +4,83 @@
 // kernels are compiled once per ISA level, and an inline function shared between those
 // copies could resolve to the wrong level's code.
 
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 
 namespace ember::kernels::cpu {
+
+// Note [Lanes as vector types]: the 32 float lanes and 32 double lanes of the float runs below
+// are held in GCC vector types of this copy's register width (16 floats with AVX-512, 8 with
+// AVX, 4 otherwise), lane k in element k % kVecF of vector k / kVecF, so every level adds
+// the same values in the same order. As plain arrays (`float acc[32]` in the loop) GCC kept
+// the lanes in memory between blocks and cleared them with `rep stos` each block: a sum ran
+// at 3.3 cycles per 16 floats in L2 on Zen 4 against 2.6 with the vector types.
+namespace plane {
+#if defined(__AVX512F__)
+inline constexpr int kVecF = 16;
+#elif defined(__AVX__)
+inline constexpr int kVecF = 8;
+#else
+inline constexpr int kVecF = 4;
+#endif
+inline constexpr int kLanes = 32, kVecs = kLanes / kVecF;
+typedef float VecF __attribute__((vector_size(kVecF * sizeof(float))));
+typedef double VecD __attribute__((vector_size(kVecF / 2 * sizeof(double))));
+
+static inline VecF load(const float* p) {
+  VecF v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+// Float lanes [0, kVecF / 2) and [kVecF / 2, kVecF) of v, in double.
+template <size_t... I>
+static inline VecD low_half(VecF v, std::index_sequence<I...>) {
+  return __builtin_convertvector(__builtin_shufflevector(v, v, I...), VecD);
+}
+template <size_t... I>
+static inline VecD high_half(VecF v, std::index_sequence<I...>) {
+  return __builtin_convertvector(__builtin_shufflevector(v, v, (I + kVecF / 2)...), VecD);
+}
+// The 32 double lanes d (2 * kVecs vectors) += the 32 float lanes a.
+static inline void add_in_double(const VecF* a, VecD* d) {
+  for (int j = 0; j < kVecs; ++j) {
+    d[2 * j] += low_half(a[j], std::make_index_sequence<kVecF / 2>());
+    d[2 * j + 1] += high_half(a[j], std::make_index_sequence<kVecF / 2>());
+  }
+}
+// out[k] = lane k + lane k + 16, then + lanes k + 8 (+ 24): the 32 double lanes folded to 8.
+static inline void fold_to_eight(const VecD* d, double* out) {
+  double l[kLanes];
+  __builtin_memcpy(l, d, sizeof l);
+  for (int w = kLanes / 2; w >= 8; w /= 2) {
+    for (int k = 0; k < w; ++k) l[k] += l[k + w];
+  }
+  for (int k = 0; k < 8; ++k) out[k] = l[k];
+}
+}  // namespace plane
 
 // float: blocks of 256 values summed in float by 32 lanes (8 additions each, so the float
 // rounding stays at a few ulps of the block sum), each lane's block sums added in its own
 // double lane, the 32 double lanes folded in a fixed tree at the end; a last partial block
-// in whole groups of 32 the same way, the last < 32 values in 8 double lanes. (Folding each
-// block's lanes into one double at once ran as scalar code: a third of a 4096-float row's
-// time.)
+// in whole groups of 32 the same way, the last < 32 values in 8 double lanes (Note [Lanes as
+// vector types]). (Folding each block's lanes into one double at once ran as scalar code: a
+// third of a 4096-float row's time.)
 static inline double float_run_sum(const float* p, int64_t n) {
-  constexpr int64_t kBlock = 256, kAcc = 32;
-  double lanes[kAcc] = {};
+  using namespace plane;
+  constexpr int64_t kBlock = 256;
+  VecD lanes_d[2 * kVecs] = {};
   int64_t i = 0;
-  while (i + kAcc <= n) {
-    const int64_t end = i + kBlock <= n ? i + kBlock : i + (n - i) / kAcc * kAcc;
-    float acc[kAcc] = {};
-    for (; i < end; i += kAcc) {
-      for (int64_t k = 0; k < kAcc; ++k) acc[k] += p[i + k];
+  while (i + kLanes <= n) {
+    const int64_t end = i + kBlock <= n ? i + kBlock : i + (n - i) / kLanes * kLanes;
+    VecF acc[kVecs] = {};
+    for (; i < end; i += kLanes) {
+      for (int j = 0; j < kVecs; ++j) acc[j] += load(p + i + j * kVecF);
     }
-    for (int64_t k = 0; k < kAcc; ++k) lanes[k] += static_cast<double>(acc[k]);
+    add_in_double(acc, lanes_d);
   }
-  for (int64_t w = kAcc / 2; w >= 8; w /= 2) {
-    for (int64_t k = 0; k < w; ++k) lanes[k] += lanes[k + w];
-  }
+  double lanes[8];
+  fold_to_eight(lanes_d, lanes);
   for (int k = 0; i < n; ++i, k = (k + 1) & 7) lanes[k] += static_cast<double>(p[i]);
   return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
 }

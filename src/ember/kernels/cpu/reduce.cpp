@@ -261,18 +261,17 @@ T extreme_run(const T* p, int64_t n) {
 }
 
 // Column extremes: out[j] = max (or min) over r < rows of p[r * stride + j], j < w <=
-// kTileCols, NaN-propagating as extreme_run. Vectorises across the columns.
+// kTileCols, NaN-propagating as extreme_run. Vectorises across the columns. A NaN in a block
+// of eight rows makes the column's running value NaN, which the NaN-skipping pick then keeps
+// (`b > NaN` is false), so no second array records NaNs: the tile's only array is its
+// running values (half the memory traffic of a value array and a NaN-flag array).
 template <bool kMax, typename T>
 void extreme_cols(const T* p, int64_t rows, int64_t stride, int64_t w, T* out) {
-  using I = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
   constexpr T kInit = kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
-  T acc[kTileCols];
-  I nan[kTileCols] = {};
-  for (int64_t j = 0; j < w; ++j) acc[j] = kInit;
-  // The NaN-skipping pick; NaN is tracked on the side, so the order of the picks does not
-  // change the result.
+  constexpr T kNaN = std::numeric_limits<T>::quiet_NaN();
+  for (int64_t j = 0; j < w; ++j) out[j] = kInit;
+  // The NaN-skipping pick: keeps a when b is NaN, and a NaN a against anything.
   const auto pick = [](T a, T b) { return (kMax ? b > a : b < a) ? b : a; };
-  const auto isnan = [](T v) { return v != v ? I(-1) : I(0); };
   int64_t r = 0;
   for (; r + 8 <= rows; r += 8) {  // Note [Eight rows per pass]
     const T *r0 = p + r * stride, *r1 = r0 + stride, *r2 = r1 + stride, *r3 = r2 + stride;
@@ -280,19 +279,19 @@ void extreme_cols(const T* p, int64_t rows, int64_t stride, int64_t w, T* out) {
     for (int64_t j = 0; j < w; ++j) {
       const T v0 = r0[j], v1 = r1[j], v2 = r2[j], v3 = r3[j], v4 = r4[j], v5 = r5[j], v6 = r6[j], v7 = r7[j];
       const T m = pick(pick(pick(v0, v1), pick(v2, v3)), pick(pick(v4, v5), pick(v6, v7)));
-      acc[j] = pick(acc[j], m);
-      nan[j] |= ((isnan(v0) | isnan(v1)) | (isnan(v2) | isnan(v3))) | ((isnan(v4) | isnan(v5)) | (isnan(v6) | isnan(v7)));
+      const bool nan = ((v0 != v0) | (v1 != v1)) | ((v2 != v2) | (v3 != v3)) | ((v4 != v4) | (v5 != v5)) | ((v6 != v6) | (v7 != v7));
+      const T a = pick(out[j], m);
+      out[j] = nan ? kNaN : a;
     }
   }
   for (; r < rows; ++r) {
     const T* row = p + r * stride;
     for (int64_t j = 0; j < w; ++j) {
       const T v = row[j];
-      acc[j] = (kMax ? v > acc[j] : v < acc[j]) ? v : acc[j];
-      nan[j] |= v != v ? I(-1) : I(0);
+      const T a = pick(out[j], v);
+      out[j] = v != v ? kNaN : a;
     }
   }
-  for (int64_t j = 0; j < w; ++j) out[j] = nan[j] ? std::numeric_limits<T>::quiet_NaN() : acc[j];
 }
 
 // amax/amin for float and double: rows (fixed chunks when few and long) or column tiles.
@@ -351,27 +350,27 @@ void extreme_reduce(const Tensor& out, const Tensor& in, ReduceShape s) {
 // add per 8 values) and without the prefetch, a 4096x4096 var over dim 1 took twice a sum's
 // time. (Sweeping row o's sum and row o - 1's squares in one loop was no faster.)
 double sqdev_about_mean(const float* p, int64_t n, double mu, const float* next) {
-  constexpr int64_t kBlock = 256, kAcc = 32;
+  using namespace plane;  // the lanes as vector types (Note [Lanes as vector types], plane_sum.h)
+  constexpr int64_t kBlock = 256;
   const float m = static_cast<float>(mu);
-  double sq[kAcc] = {};
+  VecD sq_d[2 * kVecs] = {};
   int64_t i = 0;
-  while (i + kAcc <= n) {
-    const int64_t end = i + kBlock <= n ? i + kBlock : i + (n - i) / kAcc * kAcc;
+  while (i + kLanes <= n) {
+    const int64_t end = i + kBlock <= n ? i + kBlock : i + (n - i) / kLanes * kLanes;
     if (next) {
       for (int64_t j = i; j < end; j += 16) __builtin_prefetch(next + j, 0, 2);
     }
-    float aq[kAcc] = {};
-    for (; i < end; i += kAcc) {
-      for (int64_t k = 0; k < kAcc; ++k) {
-        const float d = p[i + k] - m;
-        aq[k] += d * d;
+    VecF aq[kVecs] = {};
+    for (; i < end; i += kLanes) {
+      for (int j = 0; j < kVecs; ++j) {
+        const VecF d = load(p + i + j * kVecF) - m;
+        aq[j] += d * d;
       }
     }
-    for (int64_t k = 0; k < kAcc; ++k) sq[k] += static_cast<double>(aq[k]);
+    add_in_double(aq, sq_d);
   }
-  for (int64_t w = kAcc / 2; w >= 8; w /= 2) {
-    for (int64_t k = 0; k < w; ++k) sq[k] += sq[k + w];
-  }
+  double sq[8];
+  fold_to_eight(sq_d, sq);
   for (int k = 0; i < n; ++i, k = (k + 1) & 7) {
     const double d = static_cast<double>(p[i]) - static_cast<double>(m);
     sq[k] += d * d;
