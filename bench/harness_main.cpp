@@ -7,8 +7,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <memory>
+#include <vector>
 
 #include "harness.h"
+
+#include <omp.h>
 
 #if !BENCH_TORCH
 #include <ember/core/cpu_capability.h>
@@ -40,6 +44,76 @@ std::string library_name() {
   return "ember (CPU kernels: " + ember::cpu_capability_name() + ")";
 #endif
 }
+
+// Note [Bandwidth beside the case]: the VM this runs on gives a process anywhere from 27 to
+// 49 GB/s of read bandwidth, changing within seconds, so a limit measured once at the start
+// of `make bench` (bench_stream) says little about the bandwidth a case had minutes later. A
+// memory-bound case therefore also times the bandwidth kernel itself, in its own process,
+// right before and right after its samples: the read kernel (bench_stream's) over a buffer of
+// the case's bytes, or memcpy of half of them into another buffer for a copy case, split in
+// `threads` parts on OpenMP threads: both libraries run their own loops on libgomp's pool, so
+// the kernel reuses the library's threads (a second pool would compete with the library's
+// spinning workers on 2 cores). It prints the median and the best of those samples as bw_gbs
+// and bw_best_gbs; bench/run.py divides each round's rate by its own bw_gbs.
+
+float read_part(const float *p, size_t n) {
+  float acc[16] = {};
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (int k = 0; k < 16; ++k) acc[k] += p[i + k];
+  }
+  for (; i < n; ++i) acc[0] += p[i];
+  float s = 0;
+  for (float a : acc) s += a;
+  return s;
+}
+
+// Runs fn(part) for part < parts, one part per OpenMP thread.
+template <typename F>
+void run_parts(int parts, F fn) {
+#pragma omp parallel for num_threads(parts) schedule(static)
+  for (int k = 0; k < parts; ++k) fn(k);
+}
+
+// The bandwidth samples of a case moving `bytes` (Note [Bandwidth beside the case]).
+class BesideBandwidth {
+ public:
+  BesideBandwidth(Limit limit, double bytes, int threads) : limit_(limit), threads_(threads) {
+    const size_t floats = static_cast<size_t>(bytes / sizeof(float) / (limit == Limit::Copy ? 2 : 1));
+    a_.assign(floats, 1.0f);  // touched here: no page faults when timed
+    if (limit == Limit::Copy) b_.assign(floats, 2.0f);
+  }
+  void sample(int n) {
+    for (int r = 0; r < n; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const size_t total = a_.size();
+      std::vector<float> partial(static_cast<size_t>(threads_));
+      run_parts(threads_, [&](int k) {
+        const size_t b = total * k / threads_, e = total * (k + 1) / threads_;
+        if (limit_ == Limit::Copy) {
+          std::memcpy(b_.data() + b, a_.data() + b, (e - b) * sizeof(float));
+        } else {
+          partial[k] = read_part(a_.data() + b, e - b);
+        }
+      });
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      for (float p : partial) g_sink = g_sink + p;
+      // STREAM's counting: a copy moves each byte twice (read + write).
+      gbs_.push_back(static_cast<double>(total * sizeof(float)) * (limit_ == Limit::Copy ? 2 : 1) / s / 1e9);
+    }
+  }
+  double median() {
+    std::sort(gbs_.begin(), gbs_.end());
+    return gbs_[gbs_.size() / 2];
+  }
+  double best() const { return *std::max_element(gbs_.begin(), gbs_.end()); }
+
+ private:
+  Limit limit_;
+  int threads_;
+  std::vector<float> a_, b_;
+  std::vector<double> gbs_;
+};
 
 }  // namespace
 
@@ -99,6 +173,12 @@ int main_with_cases(int argc, char **argv, const std::vector<Case> &cases) {
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
     return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) * 1e-6;
   };
+  std::unique_ptr<BesideBandwidth> beside;
+  if ((c.limit == Limit::Read || c.limit == Limit::Copy) && c.bytes > 0) {
+    beside = std::make_unique<BesideBandwidth>(c.limit, c.bytes, threads);
+    beside->sample(5);
+    for (int i = 0; i < c.inner; ++i) work();  // the case's data back in the caches it had
+  }
   std::vector<double> ms;
   for (int r = 0; r < n; ++r) {
     const auto a = clock::now();
@@ -108,9 +188,16 @@ int main_with_cases(int argc, char **argv, const std::vector<Case> &cases) {
                            : std::chrono::duration<double, std::milli>(clock::now() - a).count() / c.inner);
   }
   std::sort(ms.begin(), ms.end());
+  std::string bw;
+  if (beside) {
+    beside->sample(5);
+    char buf[96];
+    std::snprintf(buf, sizeof buf, " bw_gbs=%.4g bw_best_gbs=%.4g", beside->median(), beside->best());
+    bw = buf;
+  }
   std::printf("library: %s, %d threads\n", library_name().c_str(), threads);
-  std::printf("summary: ms=%.6g min=%.6g max=%.6g reps=%d inner=%d\n", ms[ms.size() / 2], ms.front(), ms.back(), n,
-              c.inner);
+  std::printf("summary: ms=%.6g min=%.6g max=%.6g reps=%d inner=%d%s\n", ms[ms.size() / 2], ms.front(), ms.back(), n,
+              c.inner, bw.c_str());
   return 0;
 }
 
