@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "harness.h"
+#include "read_kernel.h"
 
 #include <omp.h>
 
@@ -49,24 +50,12 @@ std::string library_name() {
 // 49 GB/s of read bandwidth, changing within seconds, so a limit measured once at the start
 // of `make bench` (bench_stream) says little about the bandwidth a case had minutes later. A
 // memory-bound case therefore also times the bandwidth kernel itself, in its own process,
-// right before and right after its samples: the read kernel (bench_stream's) over a buffer of
-// the case's bytes, or memcpy of half of them into another buffer for a copy case, split in
-// `threads` parts on OpenMP threads: both libraries run their own loops on libgomp's pool, so
-// the kernel reuses the library's threads (a second pool would compete with the library's
-// spinning workers on 2 cores). It prints the median and the best of those samples as bw_gbs
-// and bw_best_gbs; bench/run.py divides each round's rate by its own bw_gbs.
-
-float read_part(const float *p, size_t n) {
-  float acc[16] = {};
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    for (int k = 0; k < 16; ++k) acc[k] += p[i + k];
-  }
-  for (; i < n; ++i) acc[0] += p[i];
-  float s = 0;
-  for (float a : acc) s += a;
-  return s;
-}
+// right before and right after its samples: bench_stream's read kernel (read_kernel.h) over a
+// buffer of the case's bytes, or memcpy of half of them into another buffer for a copy case,
+// split in `threads` parts on OpenMP threads: both libraries run their own loops on libgomp's
+// pool, so the kernel reuses the library's threads (a second pool would compete with the
+// library's spinning workers on 2 cores). It prints the median and the best of those samples
+// as bw_gbs and bw_best_gbs; bench/run.py divides each round's rate by its own bw_gbs.
 
 // Runs fn(part) for part < parts, one part per OpenMP thread.
 template <typename F>
@@ -93,7 +82,7 @@ class BesideBandwidth {
         if (limit_ == Limit::Copy) {
           std::memcpy(b_.data() + b, a_.data() + b, (e - b) * sizeof(float));
         } else {
-          partial[k] = read_part(a_.data() + b, e - b);
+          partial[k] = read_sum(a_.data() + b, e - b);
         }
       });
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

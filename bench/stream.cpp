@@ -31,6 +31,8 @@
 #include <thread>
 #include <vector>
 
+#include "read_kernel.h"
+
 namespace {
 
 constexpr size_t kFloats = size_t(64) << 20;  // 256 MiB of float32
@@ -59,18 +61,6 @@ double best_seconds(int reps, const std::function<void()> &fn) {
   return best;
 }
 
-float sum_range(const float *p, size_t n) {
-  float acc[16] = {};
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    for (int k = 0; k < 16; ++k) acc[k] += p[i + k];
-  }
-  for (; i < n; ++i) acc[0] += p[i];
-  float s = 0;
-  for (float a : acc) s += a;
-  return s;
-}
-
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -85,7 +75,7 @@ int main(int argc, char **argv) {
   // Read and copy over the first `floats` floats of a and b.
   auto read_seconds = [&](size_t floats) {
     return best_seconds(7, [&] {
-      split(threads, floats, [&](int t, size_t s, size_t e) { partial[t] = sum_range(a.data() + s, e - s); });
+      split(threads, floats, [&](int t, size_t s, size_t e) { partial[t] = bench::read_sum(a.data() + s, e - s); });
       for (float p : partial) g_sink = g_sink + p;
     });
   };
