@@ -31,7 +31,11 @@ constexpr int64_t kAccLanes = 32;
 // Note [Column tiles]: a reduction over a non-last dim (inner > 1) vectorises across the
 // columns and reads whole rows of up to kTileCols columns, so the reads stream through
 // memory (blocks of 256 columns, i.e. 1 KiB then a jump to the next row, ran 2.7x slower on
-// a 4096x4096 float32 sum over dim 0). For parallelism the rows are cut into chunks of a
+// a 4096x4096 float32 sum over dim 0). 2048 columns keep a tile's accumulators (2048 doubles,
+// 16 KiB; var's mean and m2, 32 KiB) in L1 beside the eight rows streaming through it: with
+// 4096 columns, all of L1 for a sum's doubles, a 4096x4096 float32 sum over dim 0 read 80-92%
+// of the bandwidth measured beside it (bench/README.md) and amax 72-94%, with 2048 91-111% and
+// 89-98%; var went from 2.4-2.9 ms to 1.8-2.1. For parallelism the rows are cut into chunks of a
 // fixed number of rows, kTileElems / columns, which depends only on the shape; each (outer,
 // row chunk, column block) tile is one task writing its partial results, and the partials
 // of an output element are combined in chunk order (Note [Deterministic reductions]).
@@ -43,10 +47,7 @@ constexpr int64_t kAccLanes = 32;
 // accumulator for every vector read) kept a 4096x4096 sum over dim 0 at about 60% of the
 // read bandwidth: the stores compete with the lines streaming into L1. Eight streams of
 // whole rows, by contrast, read as fast as one contiguous stream.
-constexpr int64_t kTileCols = 4096;
-// var's float tiles keep two double arrays of their width (mean, m2): 2048 columns keep
-// them at 32 KiB (1.8-2.1 ms against 2.4-2.9 with 4096 on a 4096x4096 float32 var over dim 0).
-constexpr int64_t kVarTileCols = 2048;
+constexpr int64_t kTileCols = 2048;
 constexpr int64_t kTileElems = int64_t{1} << 19;
 
 struct ColTiles {
@@ -1052,7 +1053,7 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
               }
               for (int64_t j = 0; j < w; ++j) part[j] = Moments{n_a, mean[j], m2[j]};
             },
-            finish, kVarTileCols);
+            finish);
         return;
       }
       col_reduce<Moments>(
