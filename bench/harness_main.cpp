@@ -46,8 +46,8 @@ std::string library_name() {
 #endif
 }
 
-// Note [Bandwidth beside the case]: the VM this runs on gives a process anywhere from 27 to
-// 49 GB/s of read bandwidth, changing within seconds, so a limit measured once at the start
+// Note [Bandwidth beside the case]: the VM this runs on gives a process anywhere from 17 to
+// 56 GB/s of read bandwidth, changing within seconds, so a limit measured once at the start
 // of `make bench` (bench_stream) says little about the bandwidth a case had minutes later. A
 // memory-bound case therefore also times the bandwidth kernel itself, in its own process,
 // right before and right after its samples: bench_stream's read kernel (read_kernel.h) over a
