@@ -1,7 +1,9 @@
 #include "ember/kernels/cpu/norm.h"
+#include "ember/kernels/cpu/plane_sum.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -99,26 +101,34 @@ double fold_lanes(float* acc) {
   return static_cast<double>(acc[0]);
 }
 
-template <typename Term>
-double float_lane_sum(int64_t n, Term term) {
-  constexpr int64_t kBlock = kLaneBlock;
-  const auto fold = fold_lanes;
+// The sum of term(0), ..., term(n - 1) in kLanes float lanes over blocks of kLaneBlock values,
+// each block's lanes folded (fold_lanes) and added in double. The lanes are held in vector
+// types (Note [Lanes as vector types], plane_sum.h): vterm(i) gives term(i), ...,
+// term(i + plane::kVecF - 1) as one vector; lane k adds the terms at positions k mod kLanes
+// of its block, in order, at every ISA level. (As `float acc[kLanes]` arrays GCC kept the
+// lanes in memory and cleared them with `rep stos` every block.)
+template <typename VTerm, typename Term>
+double float_lane_sum(int64_t n, VTerm vterm, Term term) {
+  static_assert(kLanes == plane::kLanes, "norm.cpp's lanes are plane_sum.h's");
   double total = 0;
+  float lanes[kLanes];
   int64_t i = 0;
-  for (; i + kBlock <= n; i += kBlock) {
-    float acc[kLanes] = {};
-    for (int64_t j = 0; j < kBlock; j += kLanes) {
-      for (int64_t k = 0; k < kLanes; ++k) acc[k] += term(i + j + k);
+  for (; i + kLaneBlock <= n; i += kLaneBlock) {
+    plane::VecF acc[plane::kVecs] = {};
+    for (int64_t j = i; j < i + kLaneBlock; j += kLanes) {
+      for (int v = 0; v < plane::kVecs; ++v) acc[v] += vterm(j + v * plane::kVecF);
     }
-    total += fold(acc);
+    std::memcpy(lanes, acc, sizeof lanes);
+    total += fold_lanes(lanes);
   }
   if (i < n) {
-    float acc[kLanes] = {};
+    plane::VecF acc[plane::kVecs] = {};
     for (; i + kLanes <= n; i += kLanes) {
-      for (int64_t k = 0; k < kLanes; ++k) acc[k] += term(i + k);
+      for (int v = 0; v < plane::kVecs; ++v) acc[v] += vterm(i + v * plane::kVecF);
     }
-    for (int64_t k = 0; i < n; ++i, ++k) acc[k] += term(i);
-    total += fold(acc);
+    std::memcpy(lanes, acc, sizeof lanes);
+    for (int64_t k = 0; i < n; ++i, ++k) lanes[k] += term(i);
+    total += fold_lanes(lanes);
   }
   return total;
 }
@@ -131,12 +141,20 @@ void row_moments(const T* x, int64_t n, double& mean, double& var) {
     return;
   }
   if constexpr (std::is_same_v<T, float>) {
-    mean = float_lane_sum(n, [x](int64_t i) { return x[i]; }) / static_cast<double>(n);
+    mean = float_lane_sum(
+               n, [x](int64_t i) { return plane::load(x + i); }, [x](int64_t i) { return x[i]; }) /
+           static_cast<double>(n);
     const float m = static_cast<float>(mean);
-    var = float_lane_sum(n, [x, m](int64_t i) {
-            const float d = x[i] - m;
-            return d * d;
-          }) /
+    var = float_lane_sum(
+              n,
+              [x, m](int64_t i) {
+                const plane::VecF d = plane::load(x + i) - m;
+                return d * d;
+              },
+              [x, m](int64_t i) {
+                const float d = x[i] - m;
+                return d * d;
+              }) /
           static_cast<double>(n);
   } else {
     mean = sum_run(x, n) / static_cast<double>(n);
@@ -311,12 +329,12 @@ void ln_forward(const Tensor& out, const Tensor& mean_t, const Tensor& rstd_t, c
 // accumulates the two sums in float_lane_sum's lanes and blocks (the same positions, the
 // same order), so the results are the bits the separate passes gave; the second pass
 // writes dx. The flags are template parameters so every variant vectorises.
-// Adds one run of kLanes (or fewer, at a row's end) of the fused backward to a1/a2.
-template <bool kW, bool kPW, bool kPB, int64_t kLanes>
-inline void ln_row_sums_run(const float* __restrict g, const float* __restrict x, const float* __restrict w,
+// Adds the last count (< kLanes) values of a row's fused backward to the lanes a1/a2.
+template <bool kW, bool kPW, bool kPB>
+inline void ln_row_sums_tail(const float* __restrict g, const float* __restrict x, const float* __restrict w,
                             float* __restrict gw, float* __restrict pw, float* __restrict pb, int64_t count, float m,
                             float tr, float tshift, float* __restrict a1, float* __restrict a2) {
-  for (int64_t k = 0; k < (kLanes > 0 ? kLanes : count); ++k) {
+  for (int64_t k = 0; k < count; ++k) {
     const float gv = g[k];
     const float xv = x[k];
     if constexpr (kPW) pw[k] += gv * (xv * tr + tshift);
@@ -331,6 +349,27 @@ inline void ln_row_sums_run(const float* __restrict g, const float* __restrict x
   }
 }
 
+// One run of kLanes values of the fused backward, the lanes a1/a2 in vector types (Note [Lanes
+// as vector types], plane_sum.h): the operations of ln_row_sums_tail on each value, in the
+// same order.
+template <bool kW, bool kPW, bool kPB>
+inline void ln_row_sums_vec(const float* g, const float* x, const float* w, float* gw, float* pw, float* pb, float m,
+                            float tr, float tshift, plane::VecF* a1, plane::VecF* a2) {
+  for (int v = 0; v < plane::kVecs; ++v) {
+    const int64_t o = v * plane::kVecF;
+    const plane::VecF gv = plane::load(g + o), xv = plane::load(x + o);
+    if constexpr (kPW) plane::store(pw + o, plane::load(pw + o) + gv * (xv * tr + tshift));
+    if constexpr (kPB) plane::store(pb + o, plane::load(pb + o) + gv);
+    plane::VecF gwv = gv;
+    if constexpr (kW) {
+      gwv = gv * plane::load(w + o);
+      plane::store(gw + o, gwv);
+    }
+    a1[v] += gwv;
+    a2[v] += gwv * (xv - m);
+  }
+}
+
 template <bool kW, bool kPW, bool kPB>
 void ln_row_sums_f32(const float* g, const float* x, const float* w, float* gw, float* pw, float* pb, int64_t n,
                      float m, float tr, float tshift, double& s1, double& s2) {
@@ -340,23 +379,26 @@ void ln_row_sums_f32(const float* g, const float* x, const float* w, float* gw, 
   auto at = [](auto* p, int64_t i) { return p ? p + i : p; };
   double t1 = 0, t2 = 0;
   int64_t i = 0;
+  float a1[kLanes], a2[kLanes];
   for (; i + kBlock <= n; i += kBlock) {
-    float a1[kLanes] = {}, a2[kLanes] = {};
+    plane::VecF v1[plane::kVecs] = {}, v2[plane::kVecs] = {};
     for (int64_t j = i; j < i + kBlock; j += kLanes) {
-      ln_row_sums_run<kW, kPW, kPB, kLanes>(g + j, x + j, at(w, j), at(gw, j), at(pw, j), at(pb, j), kLanes, m, tr,
-                                            tshift, a1, a2);
+      ln_row_sums_vec<kW, kPW, kPB>(g + j, x + j, at(w, j), at(gw, j), at(pw, j), at(pb, j), m, tr, tshift, v1, v2);
     }
+    std::memcpy(a1, v1, sizeof a1);
+    std::memcpy(a2, v2, sizeof a2);
     t1 += fold(a1);
     t2 += fold(a2);
   }
   if (i < n) {
-    float a1[kLanes] = {}, a2[kLanes] = {};
+    plane::VecF v1[plane::kVecs] = {}, v2[plane::kVecs] = {};
     for (; i + kLanes <= n; i += kLanes) {
-      ln_row_sums_run<kW, kPW, kPB, kLanes>(g + i, x + i, at(w, i), at(gw, i), at(pw, i), at(pb, i), kLanes, m, tr,
-                                            tshift, a1, a2);
+      ln_row_sums_vec<kW, kPW, kPB>(g + i, x + i, at(w, i), at(gw, i), at(pw, i), at(pb, i), m, tr, tshift, v1, v2);
     }
-    ln_row_sums_run<kW, kPW, kPB, 0>(g + i, x + i, at(w, i), at(gw, i), at(pw, i), at(pb, i), n - i, m, tr, tshift,
-                                     a1, a2);
+    std::memcpy(a1, v1, sizeof a1);
+    std::memcpy(a2, v2, sizeof a2);
+    ln_row_sums_tail<kW, kPW, kPB>(g + i, x + i, at(w, i), at(gw, i), at(pw, i), at(pb, i), n - i, m, tr, tshift, a1,
+                                   a2);
     t1 += fold(a1);
     t2 += fold(a2);
   }

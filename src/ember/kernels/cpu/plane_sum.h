@@ -33,6 +33,7 @@ static inline VecF load(const float* p) {
   __builtin_memcpy(&v, p, sizeof v);
   return v;
 }
+static inline void store(float* p, VecF v) { __builtin_memcpy(p, &v, sizeof v); }
 // Float lanes [0, kVecF / 2) and [kVecF / 2, kVecF) of v, in double.
 template <size_t... I>
 static inline VecD low_half(VecF v, std::index_sequence<I...>) {
