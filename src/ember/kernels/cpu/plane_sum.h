@@ -50,7 +50,8 @@ static inline void add_in_double(const VecF* a, VecD* d) {
     d[2 * j + 1] += high_half(a[j], std::make_index_sequence<kVecF / 2>());
   }
 }
-// out[k] = lane k + lane k + 16, then + lanes k + 8 (+ 24): the 32 double lanes folded to 8.
+// The 32 double lanes folded to 8: lane k += lane k + 16 (k < 16), then lane k += lane k + 8
+// (k < 8), into out[0, 8).
 static inline void fold_to_eight(const VecD* d, double* out) {
   double l[kLanes];
   __builtin_memcpy(l, d, sizeof l);
