@@ -44,6 +44,23 @@ int print_bits() {
   ember::Tensor cx = ember::randn({3, 1, 13, 11}), cw = ember::randn({7, 1, 3, 3}).requires_grad_();
   ember::nn::functional::conv2d(cx, cw, {}, 1, 1).backward(ember::randn({3, 7, 13, 11}));
   std::cout << "conv_dw " << hash_bits(cw.grad()) << "\n";
+  // Layer norm's float lanes (Note [Layer norm in float lanes], Note [Fused layer-norm
+  // backward]): widths with whole 256-value blocks, a partial block and a tail under 32, with
+  // and without the affine parameters.
+  for (int64_t width : {1003, 517, 29}) {
+    ember::Tensor lx = (ember::randn({41, width}) * 3 + 1).requires_grad_();
+    ember::Tensor lw = (ember::rand({width}) + 0.5).requires_grad_();
+    ember::Tensor lb = ember::randn({width}).requires_grad_();
+    ember::Tensor gy = ember::randn({41, width});
+    ember::Tensor ly = ember::nn::functional::layer_norm(lx, {width}, lw, lb);
+    ly.backward(gy);
+    std::cout << "layer_norm" << std::dec << width << std::hex << " " << hash_bits(ly.detach()) << " dx "
+              << hash_bits(lx.grad()) << " dw " << hash_bits(lw.grad()) << " db " << hash_bits(lb.grad());
+    lx.mutable_grad() = ember::Tensor();
+    ember::Tensor plain = ember::nn::functional::layer_norm(lx, {width});
+    plain.backward(gy);
+    std::cout << " plain " << hash_bits(plain.detach()) << " dx " << hash_bits(lx.grad()) << "\n";
+  }
   return 0;
 }
 

@@ -1,5 +1,4 @@
 #include "ember/kernels/cpu/norm.h"
-#include "ember/kernels/cpu/plane_sum.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +8,7 @@
 
 #include "ember/core/check.h"
 #include "ember/core/parallel.h"
+#include "ember/kernels/cpu/plane_sum.h"
 
 namespace ember::kernels::cpu::EMBER_CPU_NS {  // compiled per ISA level (kernels/cpu/isa.h)
 
@@ -93,12 +93,14 @@ void grad_sums_run(const T* g, const T* x, int64_t n, double mean, double& sg, d
 // (-ffp-contract=off keeps a * b + c unfused at every level).
 constexpr int64_t kLaneBlock = 256, kLanes = 32;
 
-// A block's kLanes float lanes added in a fixed tree, as a double.
-double fold_lanes(float* acc) {
-  for (int64_t w = kLanes / 2; w >= 1; w /= 2) {
-    for (int64_t k = 0; k < w; ++k) acc[k] += acc[k + w];
-  }
-  return static_cast<double>(acc[0]);
+// A block's kLanes float lanes added in a fixed tree (plane::fold_lanes), as a double.
+double fold_lanes(const plane::VecF* acc) { return static_cast<double>(plane::fold_lanes(acc)); }
+
+// The same for lanes in an array (a row's last < kLanes values are added lane by lane).
+double fold_lanes(const float* acc) {
+  plane::VecF v[plane::kVecs];
+  std::memcpy(v, acc, sizeof v);
+  return fold_lanes(v);
 }
 
 // The sum of term(0), ..., term(n - 1) in kLanes float lanes over blocks of kLaneBlock values,
@@ -118,8 +120,7 @@ double float_lane_sum(int64_t n, VTerm vterm, Term term) {
     for (int64_t j = i; j < i + kLaneBlock; j += kLanes) {
       for (int v = 0; v < plane::kVecs; ++v) acc[v] += vterm(j + v * plane::kVecF);
     }
-    std::memcpy(lanes, acc, sizeof lanes);
-    total += fold_lanes(lanes);
+    total += fold_lanes(acc);
   }
   if (i < n) {
     plane::VecF acc[plane::kVecs] = {};
@@ -234,8 +235,8 @@ void bn_apply(const Tensor& out, const Tensor& input, const Tensor& mean_t, cons
 
 template <typename T>
 void bn_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias, const Tensor& grad_out,
-                 const Tensor& input, const Tensor& mean_t, const Tensor& invstd_t, const Tensor& weight,
-                 bool training, BatchNormShape s) {
+                 const Tensor& input, const Tensor& mean_t, const Tensor& invstd_t, const Tensor& weight, bool training,
+                 BatchNormShape s) {
   const T* g = grad_out.data_ptr<T>();
   const T* x = input.data_ptr<T>();
   const T* w = data_or_null<T>(weight);
@@ -332,8 +333,8 @@ void ln_forward(const Tensor& out, const Tensor& mean_t, const Tensor& rstd_t, c
 // Adds the last count (< kLanes) values of a row's fused backward to the lanes a1/a2.
 template <bool kW, bool kPW, bool kPB>
 inline void ln_row_sums_tail(const float* __restrict g, const float* __restrict x, const float* __restrict w,
-                            float* __restrict gw, float* __restrict pw, float* __restrict pb, int64_t count, float m,
-                            float tr, float tshift, float* __restrict a1, float* __restrict a2) {
+                             float* __restrict gw, float* __restrict pw, float* __restrict pb, int64_t count, float m,
+                             float tr, float tshift, float* __restrict a1, float* __restrict a2) {
   for (int64_t k = 0; k < count; ++k) {
     const float gv = g[k];
     const float xv = x[k];
@@ -374,33 +375,41 @@ template <bool kW, bool kPW, bool kPB>
 void ln_row_sums_f32(const float* g, const float* x, const float* w, float* gw, float* pw, float* pb, int64_t n,
                      float m, float tr, float tshift, double& s1, double& s2) {
   constexpr int64_t kBlock = kLaneBlock;
-  const auto fold = fold_lanes;
-  // Offsets into the optional arrays stay null when the array is absent.
-  auto at = [](auto* p, int64_t i) { return p ? p + i : p; };
+  // Offsets into the optional arrays stay null when the array is absent (known at compile
+  // time, so the inner loop tests nothing).
+  auto at = [](auto* p, int64_t i, auto present) {
+    if constexpr (decltype(present)::value)
+      return p + i;
+    else
+      return p;
+  };
+  using HasW = std::bool_constant<kW>;
+  using HasPW = std::bool_constant<kPW>;
+  using HasPB = std::bool_constant<kPB>;
   double t1 = 0, t2 = 0;
   int64_t i = 0;
   float a1[kLanes], a2[kLanes];
   for (; i + kBlock <= n; i += kBlock) {
     plane::VecF v1[plane::kVecs] = {}, v2[plane::kVecs] = {};
     for (int64_t j = i; j < i + kBlock; j += kLanes) {
-      ln_row_sums_vec<kW, kPW, kPB>(g + j, x + j, at(w, j), at(gw, j), at(pw, j), at(pb, j), m, tr, tshift, v1, v2);
+      ln_row_sums_vec<kW, kPW, kPB>(g + j, x + j, at(w, j, HasW{}), at(gw, j, HasW{}), at(pw, j, HasPW{}),
+                                    at(pb, j, HasPB{}), m, tr, tshift, v1, v2);
     }
-    std::memcpy(a1, v1, sizeof a1);
-    std::memcpy(a2, v2, sizeof a2);
-    t1 += fold(a1);
-    t2 += fold(a2);
+    t1 += fold_lanes(v1);
+    t2 += fold_lanes(v2);
   }
   if (i < n) {
     plane::VecF v1[plane::kVecs] = {}, v2[plane::kVecs] = {};
     for (; i + kLanes <= n; i += kLanes) {
-      ln_row_sums_vec<kW, kPW, kPB>(g + i, x + i, at(w, i), at(gw, i), at(pw, i), at(pb, i), m, tr, tshift, v1, v2);
+      ln_row_sums_vec<kW, kPW, kPB>(g + i, x + i, at(w, i, HasW{}), at(gw, i, HasW{}), at(pw, i, HasPW{}),
+                                    at(pb, i, HasPB{}), m, tr, tshift, v1, v2);
     }
     std::memcpy(a1, v1, sizeof a1);
     std::memcpy(a2, v2, sizeof a2);
-    ln_row_sums_tail<kW, kPW, kPB>(g + i, x + i, at(w, i), at(gw, i), at(pw, i), at(pb, i), n - i, m, tr, tshift, a1,
-                                   a2);
-    t1 += fold(a1);
-    t2 += fold(a2);
+    ln_row_sums_tail<kW, kPW, kPB>(g + i, x + i, at(w, i, HasW{}), at(gw, i, HasW{}), at(pw, i, HasPW{}),
+                                   at(pb, i, HasPB{}), n - i, m, tr, tshift, a1, a2);
+    t1 += fold_lanes(a1);
+    t2 += fold_lanes(a2);
   }
   s1 = t1;
   s2 = t2;
@@ -410,17 +419,17 @@ using LnRowSumsF32 = void (*)(const float*, const float*, const float*, float*, 
                               float, double&, double&);
 
 LnRowSumsF32 pick_ln_row_sums(bool has_w, bool has_pw, bool has_pb) {
-  static constexpr LnRowSumsF32 table[8] = {
-      ln_row_sums_f32<false, false, false>, ln_row_sums_f32<false, false, true>, ln_row_sums_f32<false, true, false>,
-      ln_row_sums_f32<false, true, true>,   ln_row_sums_f32<true, false, false>, ln_row_sums_f32<true, false, true>,
-      ln_row_sums_f32<true, true, false>,   ln_row_sums_f32<true, true, true>};
+  static constexpr LnRowSumsF32 table[8] = {ln_row_sums_f32<false, false, false>, ln_row_sums_f32<false, false, true>,
+                                            ln_row_sums_f32<false, true, false>,  ln_row_sums_f32<false, true, true>,
+                                            ln_row_sums_f32<true, false, false>,  ln_row_sums_f32<true, false, true>,
+                                            ln_row_sums_f32<true, true, false>,   ln_row_sums_f32<true, true, true>};
   return table[(has_w ? 4 : 0) + (has_pw ? 2 : 0) + (has_pb ? 1 : 0)];
 }
 
 template <typename T>
-void ln_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
-                 const Tensor& grad_out, const Tensor& input, const Tensor& mean_t, const Tensor& rstd_t,
-                 const Tensor& weight, int64_t rows, int64_t cols) {
+void ln_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias, const Tensor& grad_out,
+                 const Tensor& input, const Tensor& mean_t, const Tensor& rstd_t, const Tensor& weight, int64_t rows,
+                 int64_t cols) {
   const T* g = grad_out.data_ptr<T>();
   const T* x = input.data_ptr<T>();
   const T* w = data_or_null<T>(weight);
@@ -520,16 +529,14 @@ void batch_norm_backward(const Tensor& grad_input, const Tensor& grad_weight, co
                          const Tensor& grad_out, const Tensor& input, const Tensor& mean, const Tensor& invstd,
                          const Tensor& weight, bool training, BatchNormShape s) {
   dispatch_norm(input.dtype(), "batch_norm_backward", [&](auto tag) {
-    bn_backward<decltype(tag)>(grad_input, grad_weight, grad_bias, grad_out, input, mean, invstd, weight, training,
-                               s);
+    bn_backward<decltype(tag)>(grad_input, grad_weight, grad_bias, grad_out, input, mean, invstd, weight, training, s);
   });
 }
 
 void layer_norm_forward(const Tensor& out, const Tensor& mean, const Tensor& rstd, const Tensor& input,
                         const Tensor& weight, const Tensor& bias, double eps, int64_t rows, int64_t cols) {
-  dispatch_norm(input.dtype(), "layer_norm", [&](auto tag) {
-    ln_forward<decltype(tag)>(out, mean, rstd, input, weight, bias, eps, rows, cols);
-  });
+  dispatch_norm(input.dtype(), "layer_norm",
+                [&](auto tag) { ln_forward<decltype(tag)>(out, mean, rstd, input, weight, bias, eps, rows, cols); });
 }
 
 void layer_norm_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
