@@ -55,7 +55,7 @@ TEST(Reduce, VarianceCorrectionAndStd) {
   EXPECT_TRUE(std::isinf(tensor({1.0}).var().item<float>()) || std::isnan(tensor({1.0}).var().item<float>()));
 }
 
-// Note [Column variance in blocks of rows]: float32 variance over a non-last dim, on data
+// Note [Column variance about a shift]: float32 variance over a non-last dim, on data
 // whose mean is 10^4 times its spread (where a one-pass sum of squares loses every digit),
 // with row counts that leave short blocks and several row tiles, equals the float64
 // two-pass variance of the same values to float32 rounding; var_mean's mean too.
@@ -71,6 +71,37 @@ TEST(Reduce, ColumnVarianceOfFloat32AgainstFloat64) {
     // The same with correction 0 and a constant column (variance exactly zero).
     Tensor c = full({shape[0], 4}, 1234.5f);
     EXPECT_EQ(c.var({0}, 0).abs().max().item<double>(), 0.0);
+    // A constant whose float mean is inexact: non-negative and at the mean's rounding.
+    for (float value : {0.1f, 0.3f, 1.1f, 12345.6f, -2.9f}) {
+      Tensor cv = full({shape[0], 37}, value).var({0});
+      EXPECT_GE(cv.min().item<double>(), 0.0) << value;
+      EXPECT_LT(cv.max().item<double>(), 1e-12 * value * value) << value;
+    }
+  }
+}
+
+// Note [Column variance about a shift]: the deviations are taken about the mean of each
+// tile's first eight rows; where that shift lies far from a column's mean (a step at the
+// start of every row tile, a ramp, a first row of outliers), the column is read again about
+// its mean, so the variance stays at float32 rounding of the float64 two-pass value. The
+// row tiles hold 512 rows at 1024 columns; steps every 256 and 1024 rows land on their starts.
+TEST(Reduce, ColumnVarianceWithAFarShift) {
+  const int64_t rows = 4096, cols = 1500;
+  std::vector<Tensor> inputs;
+  for (int64_t period : {256, 512, 1024}) {
+    Tensor x = randn({rows, cols});
+    for (int64_t r = 0; r < rows; r += period) x.narrow(0, r, 8).add_(1e4);
+    inputs.push_back(x);
+  }
+  inputs.push_back(arange(0, rows, kFloat32).reshape({rows, 1}) * 0.01 + randn({rows, cols}) + 1e3);
+  inputs.push_back(arange(0, rows, kFloat32).reshape({rows, 1}).expand({rows, 64}).contiguous());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& x = inputs[i];
+    Tensor ref = x.to(kFloat64).var({0}), ref_mean = x.to(kFloat64).mean({0});
+    auto [v, m] = x.var_mean({0});
+    EXPECT_LT(((v.to(kFloat64) - ref) / ref).abs().max().item<double>(), 2e-7) << "input " << i;
+    EXPECT_LT(((m.to(kFloat64) - ref_mean).abs() / (ref_mean.abs() + ref.sqrt())).max().item<double>(), 1e-7)
+        << "input " << i;
   }
 }
 

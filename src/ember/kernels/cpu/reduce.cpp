@@ -32,10 +32,11 @@ constexpr int64_t kAccLanes = 32;
 // columns and reads whole rows of up to kTileCols columns, so the reads stream through
 // memory (blocks of 256 columns, i.e. 1 KiB then a jump to the next row, ran 2.7x slower on
 // a 4096x4096 float32 sum over dim 0). 2048 columns keep a tile's accumulators (2048 doubles,
-// 16 KiB; var's mean and m2, 32 KiB) in L1 beside the eight rows streaming through it: with
-// 4096 columns, all of L1 for a sum's doubles, a 4096x4096 float32 sum over dim 0 read 80-92%
-// of the bandwidth measured beside it (bench/README.md) and amax 72-94%, with 2048 91-111% and
-// 89-98%; var went from 2.4-2.9 ms to 1.8-2.1. For parallelism the rows are cut into chunks of a
+// 16 KiB) in L1 beside the eight rows streaming through it: with 4096 columns, all of L1 for
+// a sum's doubles, a 4096x4096 float32 sum over dim 0 read 80-92% of the bandwidth measured
+// beside it (bench/README.md) and amax 72-94%, with 2048 91-111% and 89-98%. (float32 var's
+// accumulators take 20 bytes a column, so its tiles are 1024 columns wide: Note [Column
+// variance about a shift].) For parallelism the rows are cut into chunks of a
 // fixed number of rows, kTileElems / columns, which depends only on the shape; each (outer,
 // row chunk, column block) tile is one task writing its partial results, and the partials
 // of an output element are combined in chunk order (Note [Deterministic reductions]).
@@ -921,8 +922,8 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
     };
     // Two passes: the mean, then the squared deviations about it (no cancellation), each in
     // the fixed lanes of Note [Fixed-lane accumulation]; float32 rows square in float lanes
-    // (Note [Float deviations]), float32 columns in blocks of rows (Note [Column variance in
-    // blocks of rows]).
+    // (Note [Float deviations]), float32 columns about a shift (Note [Column variance about a
+    // shift]).
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       if (s.len == 0) {
         for (int64_t k = 0; k < outputs; ++k) put(k, std::numeric_limits<double>::quiet_NaN(), 0.0);
@@ -982,78 +983,86 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
         put(k, a.mean, a.m2);
       };
       if constexpr (std::is_same_v<T, float>) {
-        // Note [Column variance in blocks of rows]: float tiles are read once. Every block of
-        // 8 rows gets a float mean, then the sum and squared sum of the deviations from it in
-        // float, which give the block's exact mean and squared deviations in double, and the
-        // block joins the tile's double moments by Chan's update. A full block is one pass:
-        // each column's eight values stay in registers for the mean, the deviations and the
-        // merge (Note [Eight rows per pass]). bm is the block's mean only to float rounding;
-        // the deviations' own sum bd corrects it: mean = bm + bd / nb, m2 = sum d^2 - bd^2 / nb
-        // (the shift bm is within rounding of the mean, so nothing cancels). The first
-        // version took the tile's mean and deviations in two double passes over tiles of 64
-        // rows and ran near a third of the read bandwidth; the next, with float block arrays
-        // updated row by row, near 40%.
+        // Note [Column variance about a shift]: float tiles are read once. Each column's
+        // values are shifted by the float mean of the tile's first eight rows; every block of
+        // 8 rows sums the shifted values d and their squares in float, in registers (Note
+        // [Eight rows per pass]), and only those two block sums are added in double. The
+        // tile's mean is shift + sum d / n and its squared deviations sum d^2 - (sum d)^2 / n,
+        // which keeps float32 rounding while the shift lies near the mean; a column whose
+        // shift lies more than sqrt(3) of its standard deviations away (a step at a tile's
+        // first rows) would lose more than two bits there, so it is read again, its
+        // deviations about that mean in double (about once in a million columns of normal
+        // data; every column of a tile that starts with outliers). The decision is made on
+        // values that are the same at every ISA level, so the bits are too. The version
+        // before this one took each block's own float mean and joined the blocks to the tile
+        // by Chan's update in double: three times the arithmetic, 7 bytes a cycle on one
+        // Zen 4 core against 12 now, and 72-90% of the read bandwidth on two cores against
+        // 86-102%. With 20 bytes of accumulators a column (the shift in float, the two sums in
+        // double) the tiles are 1024 columns wide, so they stay in L1 beside the eight rows.
+        constexpr int64_t kShiftTileCols = 1024;
         col_reduce<Moments>(
             s, kTileElems,
             [&](int64_t o, int64_t r0, int64_t r1, int64_t c0, int64_t w, Moments* part) {
               const float* base = x + o * s.len * s.inner + c0;
-              double mean[kTileCols], m2[kTileCols];
-              for (int64_t j = 0; j < w; ++j) mean[j] = m2[j] = 0;
-              double n_a = 0;
+              const int64_t first = std::min<int64_t>(8, r1 - r0);
+              float shift[kShiftTileCols];
+              double s1[kShiftTileCols], s2[kShiftTileCols];
+              {
+                const float* row = base + r0 * s.inner;
+                for (int64_t j = 0; j < w; ++j) shift[j] = row[j];
+                for (int64_t q = 1; q < first; ++q) {
+                  for (int64_t j = 0; j < w; ++j) shift[j] += row[q * s.inner + j];
+                }
+                const float inv = 1.0f / static_cast<float>(first);
+                for (int64_t j = 0; j < w; ++j) {
+                  shift[j] *= inv;
+                  s1[j] = s2[j] = 0;
+                }
+              }
               int64_t r = r0;
               for (; r + 8 <= r1; r += 8) {
                 const float* q0 = base + r * s.inner;
                 const float *q1 = q0 + s.inner, *q2 = q1 + s.inner, *q3 = q2 + s.inner, *q4 = q3 + s.inner;
                 const float *q5 = q4 + s.inner, *q6 = q5 + s.inner, *q7 = q6 + s.inner;
-                const double total = n_a + 8.0, wa = 8.0 / total, wb = n_a * 8.0 / total;
                 for (int64_t j = 0; j < w; ++j) {
-                  const float v0 = q0[j], v1 = q1[j], v2 = q2[j], v3 = q3[j];
-                  const float v4 = q4[j], v5 = q5[j], v6 = q6[j], v7 = q7[j];
-                  const float bm = (((v0 + v1) + (v2 + v3)) + ((v4 + v5) + (v6 + v7))) * 0.125f;
-                  const float d0 = v0 - bm, d1 = v1 - bm, d2 = v2 - bm, d3 = v3 - bm;
-                  const float d4 = v4 - bm, d5 = v5 - bm, d6 = v6 - bm, d7 = v7 - bm;
+                  const float k = shift[j];
+                  const float d0 = q0[j] - k, d1 = q1[j] - k, d2 = q2[j] - k, d3 = q3[j] - k;
+                  const float d4 = q4[j] - k, d5 = q5[j] - k, d6 = q6[j] - k, d7 = q7[j] - k;
                   const float bd = ((d0 + d1) + (d2 + d3)) + ((d4 + d5) + (d6 + d7));
                   const float bq = ((d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)) + ((d4 * d4 + d5 * d5) + (d6 * d6 + d7 * d7));
-                  const double sd = static_cast<double>(bd);
-                  const double delta = (static_cast<double>(bm) + sd * 0.125) - mean[j];
-                  mean[j] += delta * wa;
-                  m2[j] += (static_cast<double>(bq) - sd * sd * 0.125) + delta * delta * wb;
+                  s1[j] += static_cast<double>(bd);
+                  s2[j] += static_cast<double>(bq);
                 }
-                n_a = total;
               }
-              if (r < r1) {  // the last block of fewer than 8 rows
-                const int64_t nb = r1 - r;
+              for (; r < r1; ++r) {  // the last rows, fewer than 8
                 const float* row = base + r * s.inner;
-                float bm[kTileCols], bd[kTileCols], bq[kTileCols];
-                for (int64_t j = 0; j < w; ++j) bm[j] = row[j];
-                for (int64_t q = 1; q < nb; ++q) {
-                  for (int64_t j = 0; j < w; ++j) bm[j] += row[q * s.inner + j];
-                }
-                const float inv = 1.0f / static_cast<float>(nb);
                 for (int64_t j = 0; j < w; ++j) {
-                  bm[j] *= inv;
-                  bd[j] = bq[j] = 0;
+                  const float d = row[j] - shift[j];
+                  s1[j] += static_cast<double>(d);
+                  s2[j] += static_cast<double>(d * d);
                 }
-                for (int64_t q = 0; q < nb; ++q) {
-                  for (int64_t j = 0; j < w; ++j) {
-                    const float d = row[q * s.inner + j] - bm[j];
-                    bd[j] += d;
-                    bq[j] += d * d;
-                  }
-                }
-                const double nbd = static_cast<double>(nb), total = n_a + nbd;
-                const double wa = nbd / total, wb = n_a * nbd / total;
-                for (int64_t j = 0; j < w; ++j) {
-                  const double sd = static_cast<double>(bd[j]);
-                  const double delta = (static_cast<double>(bm[j]) + sd / nbd) - mean[j];
-                  mean[j] += delta * wa;
-                  m2[j] += (static_cast<double>(bq[j]) - sd * sd / nbd) + delta * delta * wb;
-                }
-                n_a = total;
               }
-              for (int64_t j = 0; j < w; ++j) part[j] = Moments{n_a, mean[j], m2[j]};
+              const double n_a = static_cast<double>(r1 - r0);
+              for (int64_t j = 0; j < w; ++j) {
+                double mu = static_cast<double>(shift[j]) + s1[j] / n_a;
+                double m2 = s2[j] - s1[j] * s1[j] / n_a;
+                if (s1[j] * s1[j] > 0.75 * n_a * s2[j]) {
+                  // The shift is more than sqrt(3) standard deviations from the mean: the
+                  // subtraction above would lose more than two bits, so the column's rows
+                  // are read again, their deviations about mu in double.
+                  double e1 = 0, e2 = 0;
+                  for (int64_t q = r0; q < r1; ++q) {
+                    const double d = static_cast<double>(base[q * s.inner + j]) - mu;
+                    e1 += d;
+                    e2 += d * d;
+                  }
+                  mu += e1 / n_a;
+                  m2 = e2 - e1 * e1 / n_a;
+                }
+                part[j] = Moments{n_a, mu, m2 < 0 ? 0.0 : m2};
+              }
             },
-            finish);
+            finish, kShiftTileCols);
         return;
       }
       col_reduce<Moments>(
