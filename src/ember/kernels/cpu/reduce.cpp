@@ -906,6 +906,22 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& in, ReduceShape s, dou
   });
 }
 
+// One block of eight rows of Note [Column variance about a shift]: for j < w, s1[j] += the sum
+// of d and s2[j] += the sum of d * d over the eight rows, d = q[i][j] - shift[j], both sums in
+// float in a fixed tree and then added in double.
+void shifted_block_sums(const float* const* q, const float* shift, int64_t w, double* s1, double* s2) {
+  const float *q0 = q[0], *q1 = q[1], *q2 = q[2], *q3 = q[3], *q4 = q[4], *q5 = q[5], *q6 = q[6], *q7 = q[7];
+  for (int64_t j = 0; j < w; ++j) {
+    const float k = shift[j];
+    const float d0 = q0[j] - k, d1 = q1[j] - k, d2 = q2[j] - k, d3 = q3[j] - k;
+    const float d4 = q4[j] - k, d5 = q5[j] - k, d6 = q6[j] - k, d7 = q7[j] - k;
+    const float bd = ((d0 + d1) + (d2 + d3)) + ((d4 + d5) + (d6 + d7));
+    const float bq = ((d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)) + ((d4 * d4 + d5 * d5) + (d6 * d6 + d7 * d7));
+    s1[j] += static_cast<double>(bd);
+    s2[j] += static_cast<double>(bq);
+  }
+}
+
 void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceShape s, int64_t correction) {
   dispatch_floating(in.dtype(), "var", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -1021,18 +1037,9 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
               }
               int64_t r = r0;
               for (; r + 8 <= r1; r += 8) {
-                const float* q0 = base + r * s.inner;
-                const float *q1 = q0 + s.inner, *q2 = q1 + s.inner, *q3 = q2 + s.inner, *q4 = q3 + s.inner;
-                const float *q5 = q4 + s.inner, *q6 = q5 + s.inner, *q7 = q6 + s.inner;
-                for (int64_t j = 0; j < w; ++j) {
-                  const float k = shift[j];
-                  const float d0 = q0[j] - k, d1 = q1[j] - k, d2 = q2[j] - k, d3 = q3[j] - k;
-                  const float d4 = q4[j] - k, d5 = q5[j] - k, d6 = q6[j] - k, d7 = q7[j] - k;
-                  const float bd = ((d0 + d1) + (d2 + d3)) + ((d4 + d5) + (d6 + d7));
-                  const float bq = ((d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)) + ((d4 * d4 + d5 * d5) + (d6 * d6 + d7 * d7));
-                  s1[j] += static_cast<double>(bd);
-                  s2[j] += static_cast<double>(bq);
-                }
+                const float* q[8];
+                for (int i = 0; i < 8; ++i) q[i] = base + (r + i) * s.inner;
+                shifted_block_sums(q, shift, w, s1, s2);
               }
               for (; r < r1; ++r) {  // the last rows, fewer than 8
                 const float* row = base + r * s.inner;
@@ -1042,25 +1049,35 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
                   s2[j] += static_cast<double>(d * d);
                 }
               }
+              // Each column's mean and squared deviations (into s1 and s2), in a loop without
+              // branches so that it vectorises (with the far-shift test inside, its divisions
+              // ran one at a time, a tenth of the tile's time); then the far columns.
               const double n_a = static_cast<double>(r1 - r0);
+              uint8_t far[kShiftTileCols];
+              int64_t any_far = 0;
               for (int64_t j = 0; j < w; ++j) {
-                double mu = static_cast<double>(shift[j]) + s1[j] / n_a;
-                double m2 = s2[j] - s1[j] * s1[j] / n_a;
-                if (s1[j] * s1[j] > 0.75 * n_a * s2[j]) {
-                  // The shift is more than sqrt(3) standard deviations from the mean: the
-                  // subtraction above would lose more than two bits, so the column's rows
-                  // are read again, their deviations about mu in double.
-                  double e1 = 0, e2 = 0;
-                  for (int64_t q = r0; q < r1; ++q) {
-                    const double d = static_cast<double>(base[q * s.inner + j]) - mu;
-                    e1 += d;
-                    e2 += d * d;
-                  }
-                  mu += e1 / n_a;
-                  m2 = e2 - e1 * e1 / n_a;
-                }
-                part[j] = Moments{n_a, mu, m2 < 0 ? 0.0 : m2};
+                const double a = s1[j], b = s2[j];
+                far[j] = a * a > 0.75 * n_a * b;
+                any_far += far[j];
+                s1[j] = static_cast<double>(shift[j]) + a / n_a;
+                s2[j] = b - a * a / n_a;
               }
+              for (int64_t j = 0; any_far > 0 && j < w; ++j) {
+                if (!far[j]) continue;
+                // The shift is more than sqrt(3) standard deviations from the mean: the
+                // subtraction above lost more than two bits, so the column's rows are read
+                // again, their deviations about the mean in double.
+                double e1 = 0, e2 = 0;
+                for (int64_t q = r0; q < r1; ++q) {
+                  const double d = static_cast<double>(base[q * s.inner + j]) - s1[j];
+                  e1 += d;
+                  e2 += d * d;
+                }
+                s1[j] += e1 / n_a;
+                s2[j] = e2 - e1 * e1 / n_a;
+                --any_far;
+              }
+              for (int64_t j = 0; j < w; ++j) part[j] = Moments{n_a, s1[j], s2[j] < 0 ? 0.0 : s2[j]};
             },
             finish, kShiftTileCols);
         return;
