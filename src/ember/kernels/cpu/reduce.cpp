@@ -1011,10 +1011,12 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
         // data; every column of a tile that starts with outliers). The decision is made on
         // values that are the same at every ISA level, so the bits are too. The version
         // before this one took each block's own float mean and joined the blocks to the tile
-        // by Chan's update in double: three times the arithmetic, 7 bytes a cycle on one
-        // Zen 4 core against 12 now, and 72-90% of the read bandwidth on two cores against
-        // 86-102%. With 20 bytes of accumulators a column (the shift in float, the two sums in
-        // double) the tiles are 1024 columns wide, so they stay in L1 beside the eight rows.
+        // by Chan's update in double: about twice the arithmetic, 7 bytes a cycle on one Zen 4
+        // core in L3 against 12 now, and 73-87% of the read bandwidth on two cores (4096x4096)
+        // against 89-106%. With 20 bytes of accumulators a column (the shift in float, the
+        // two sums in double) the tiles are 1024 columns wide, so they stay in L1 beside the
+        // eight rows. (Doing the eight subtractions as fma(v, 1, -shift), the same bits on the
+        // multiply pipes, to balance Zen 4's add and multiply pipes, measured no faster.)
         constexpr int64_t kShiftTileCols = 1024;
         col_reduce<Moments>(
             s, kTileElems,
