@@ -3,7 +3,9 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -1220,6 +1222,150 @@ void cumulative(bool is_prod, const Tensor& out, const Tensor& in, ReduceShape s
   });
 }
 
+#if EMBER_HAVE_VEC
+// Note [Online column softmax]: a float32 softmax over a long non-last dim (a tile of
+// kSoftmaxCols columns over all its rows does not stay in L2) would read its input from
+// memory three times in softmax_cols. Here each column keeps a running max m and a running
+// sum S of exp(x - m) (Milakov and Gimelshein's online normaliser): one pass over whole rows
+// (tiles up to kOnlineCols wide, so each row's piece streams) updates them in blocks of eight
+// rows, the second writes y = exp(x - M) / S, or x - (M + log S). A block rescales S by
+// exp(m_old - m_new), in double, only in the lanes whose max moved (a new maximum; rare in
+// most columns after the first rows), so the sum keeps the accuracy of the three-pass form:
+// each term is exp(x - m) rounded once in float, the factors are exact to double rounding.
+// The exps are Note [Cross entropy's exp]'s.
+// The max used for the exponents is clamped to -FLT_MAX so that a column of -inf so far
+// adds exp(-inf) = 0 rather than NaN; the special values then come out as in softmax_rows
+// (NaN, +inf or only -inf in a column: all NaN). Rows missing from the last block are rows
+// of -inf, which add 0 and move no max; columns past the last whole vector are copied into a
+// padded block and go through the same code, so a column's result does not depend on its
+// position in a tile, nor the tile widths on anything but the shape: the results are the
+// same for any thread count.
+constexpr int64_t kOnlineCols = 2048;
+
+// The exp of Note [Cross entropy's exp] (inlined, within 2 ulp; Sleef's, through a call, took
+// a third of the time).
+inline vec::VecF online_exp(vec::VecF v) {
+#if defined(__AVX512F__)
+  return ce_exp16(v);
+#else
+  return ce_exp8(v);
+#endif
+}
+
+// One block of eight rows for columns [j, j + kLanes): x[i] points at row i's values.
+inline void online_block(const float* const* x, float* mx, double* sum) {
+  using vec::VecF;
+  const VecF floor = vec::set1(-std::numeric_limits<float>::max());
+  const VecF m = vec::load(mx);
+  VecF v[8];
+  for (int i = 0; i < 8; ++i) v[i] = vec::load(x[i]);
+  const VecF bm = vec::max(vec::max(vec::max(v[0], v[1]), vec::max(v[2], v[3])),
+                           vec::max(vec::max(v[4], v[5]), vec::max(v[6], v[7])));
+  const VecF mn = vec::max(bm, m);  // a NaN in bm leaves m: the sum carries it
+  const VecF s_old = vec::max(m, floor), s_new = vec::max(mn, floor);
+  VecF e[8];
+  for (int i = 0; i < 8; ++i) e[i] = online_exp(vec::sub(v[i], s_new));
+  const VecF bs = vec::add(vec::add(vec::add(e[0], e[1]), vec::add(e[2], e[3])),
+                           vec::add(vec::add(e[4], e[5]), vec::add(e[6], e[7])));
+  alignas(64) float old_l[vec::kLanes], new_l[vec::kLanes], bs_l[vec::kLanes];
+  vec::store(old_l, s_old);
+  vec::store(new_l, s_new);
+  vec::store(bs_l, bs);
+  if (std::memcmp(old_l, new_l, sizeof old_l) != 0) {
+    for (int l = 0; l < vec::kLanes; ++l) {
+      if (old_l[l] != new_l[l]) sum[l] *= std::exp(static_cast<double>(old_l[l]) - static_cast<double>(new_l[l]));
+    }
+  }
+  for (int l = 0; l < vec::kLanes; ++l) sum[l] += static_cast<double>(bs_l[l]);
+  vec::store(mx, mn);
+}
+
+// y[j] = exp(x[j] - shift[j]) * scale[j] (softmax) or x[j] - shift[j] (log_softmax, shift =
+// max + log S) over [0, n); a tail goes through the vector code in a padded block.
+inline void online_write(bool log, const float* x, const float* shift, const float* scale, float* y, int64_t n) {
+  auto body = [log](const float* xp, const float* sp, const float* cp, float* yp) {
+    const vec::VecF d = vec::sub(vec::load(xp), vec::load(sp));
+    vec::store(yp, log ? d : vec::mul(online_exp(d), vec::load(cp)));
+  };
+  int64_t j = 0;
+  for (; j + vec::kLanes <= n; j += vec::kLanes) body(x + j, shift + j, scale + j, y + j);
+  if (j < n) {
+    alignas(64) float px[vec::kLanes] = {}, ps[vec::kLanes] = {}, pc[vec::kLanes] = {};
+    const size_t bytes = static_cast<size_t>(n - j) * sizeof(float);
+    std::memcpy(px, x + j, bytes);
+    std::memcpy(ps, shift + j, bytes);
+    std::memcpy(pc, scale + j, bytes);
+    body(px, ps, pc, px);
+    std::memcpy(y + j, px, bytes);
+  }
+}
+
+void softmax_cols_online(bool log, const float* x, float* y, ReduceShape s) {
+  // Tiles as wide as kOnlineCols, narrower where that leaves a thread without one (the
+  // width changes no result: see the Note).
+  const int64_t per_thread = (s.inner + get_num_threads() - 1) / std::max(1, get_num_threads());
+  const int64_t cols = std::clamp<int64_t>((per_thread + vec::kLanes - 1) / vec::kLanes * vec::kLanes, 4 * vec::kLanes,
+                                           kOnlineCols);
+  const int64_t blocks = (s.inner + cols - 1) / cols;
+  parallel_for(0, s.outer * blocks, 1, [&](int64_t b, int64_t e) {
+    alignas(64) float mx[kOnlineCols], shift[kOnlineCols], scale[kOnlineCols];
+    alignas(64) double sum[kOnlineCols];
+    alignas(64) float neg_inf[kOnlineCols];
+    for (int64_t j = 0; j < kOnlineCols; ++j) neg_inf[j] = -std::numeric_limits<float>::infinity();
+    for (int64_t k = b; k < e; ++k) {
+      const int64_t o = k / blocks, c0 = k % blocks * cols;
+      const int64_t w = std::min(cols, s.inner - c0);
+      const float* xb = x + o * s.len * s.inner + c0;
+      float* yb = y + o * s.len * s.inner + c0;
+      for (int64_t j = 0; j < w; ++j) {
+        mx[j] = -std::numeric_limits<float>::infinity();
+        sum[j] = 0;
+      }
+      const int64_t whole = w / vec::kLanes * vec::kLanes;
+      for (int64_t r = 0; r < s.len; r += 8) {
+        const float* rows[8];
+        for (int i = 0; i < 8; ++i) rows[i] = r + i < s.len ? xb + (r + i) * s.inner : neg_inf;
+        for (int64_t j = 0; j < whole; j += vec::kLanes) {
+          const float* at[8];
+          for (int i = 0; i < 8; ++i) at[i] = rows[i] + j;
+          online_block(at, mx + j, sum + j);
+        }
+        if (whole < w) {
+          alignas(64) float pad[8][vec::kLanes];
+          const float* at[8];
+          for (int i = 0; i < 8; ++i) {
+            std::fill(pad[i], pad[i] + vec::kLanes, -std::numeric_limits<float>::infinity());
+            std::memcpy(pad[i], rows[i] + whole, static_cast<size_t>(w - whole) * sizeof(float));
+            at[i] = pad[i];
+          }
+          alignas(64) float pm[vec::kLanes];
+          double ps[vec::kLanes] = {};
+          std::fill(pm, pm + vec::kLanes, -std::numeric_limits<float>::infinity());
+          std::memcpy(pm, mx + whole, static_cast<size_t>(w - whole) * sizeof(float));
+          std::memcpy(ps, sum + whole, static_cast<size_t>(w - whole) * sizeof(double));
+          online_block(at, pm, ps);
+          std::memcpy(mx + whole, pm, static_cast<size_t>(w - whole) * sizeof(float));
+          std::memcpy(sum + whole, ps, static_cast<size_t>(w - whole) * sizeof(double));
+        }
+      }
+      for (int64_t j = 0; j < w; ++j) {
+        const float sm = std::max(mx[j], -std::numeric_limits<float>::max());
+        if (log) {
+          shift[j] = static_cast<float>(std::log(sum[j])) + sm;
+          scale[j] = 0;  // unused
+        } else {
+          shift[j] = sm;
+          scale[j] = static_cast<float>(1.0 / sum[j]);
+        }
+      }
+      for (int64_t r = 0; r < s.len; ++r) {
+        online_write(log, xb + r * s.inner, shift, scale, yb + r * s.inner, w);
+      }
+    }
+  });
+}
+#endif
+
 void softmax(bool log, const Tensor& out, const Tensor& in, ReduceShape s) {
   dispatch_floating(in.dtype(), log ? "log_softmax" : "softmax", [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -1228,6 +1374,14 @@ void softmax(bool log, const Tensor& out, const Tensor& in, ReduceShape s) {
     T* y = out.data_ptr<T>();
     if constexpr (std::is_same_v<T, C>) {
       if (s.inner == 1) return softmax_rows(log, x, y, s.outer, s.len);
+#if EMBER_HAVE_VEC
+      // Note [Online column softmax] where a three-pass tile would not stay in L2.
+      if constexpr (std::is_same_v<T, float>) {
+        if (s.len * std::min(s.inner, kSoftmaxCols) * static_cast<int64_t>(sizeof(float)) > (int64_t{256} << 10)) {
+          return softmax_cols_online(log, x, y, s);
+        }
+      }
+#endif
       if (s.len > 0) return softmax_cols(log, x, y, s);
     }
     const int64_t grain = std::max<int64_t>(1, kChunk / std::max<int64_t>(1, s.len));
