@@ -105,6 +105,37 @@ TEST(Reduce, ColumnVarianceWithAFarShift) {
   }
 }
 
+// Note [Online column softmax]: float32 softmax over a long dim 0 (2051 rows: a partial block
+// of rows; 70 columns: a partial vector) equals the float64 softmax to float32 rounding on
+// rising and falling ramps (the max moves in every block) and random columns, and the special
+// columns come out as in softmax_rows: all NaN with a NaN, a +inf or only -inf, and -inf
+// entries 0 beside finite ones.
+TEST(Reduce, OnlineColumnSoftmaxAgainstFloat64) {
+  const int64_t rows = 2051, cols = 70;
+  Tensor ramp = arange(0, rows, kFloat32).reshape({rows, 1}) * 0.01;
+  for (const Tensor& x : {ramp + randn({rows, cols}), ramp.neg() + randn({rows, cols}), randn({rows, cols}) * 5}) {
+    Tensor ref = x.to(kFloat64).softmax(0), ref_log = x.to(kFloat64).log_softmax(0);
+    EXPECT_LT(((x.softmax(0).to(kFloat64) - ref).abs() / ref).max().item<double>(), 5e-6);
+    EXPECT_LT((x.log_softmax(0).to(kFloat64) - ref_log).abs().max().item<double>(), 5e-6);
+  }
+  Tensor sp = randn({rows, cols});
+  sp.index_put_({5, 3}, NAN);
+  sp.index_put_({rows - 1, 4}, INFINITY);
+  sp.narrow(1, 6, 1).fill_(-INFINITY);
+  sp.narrow(1, 7, 1).fill_(-INFINITY);
+  sp.index_put_({rows - 1, 7}, 2.0f);
+  sp.index_put_({17, 69}, -INFINITY);
+  for (bool log : {false, true}) {
+    Tensor y = log ? sp.log_softmax(0) : sp.softmax(0);
+    for (int64_t c : {3, 4, 6}) EXPECT_TRUE(y.select(1, c).isnan().all().item<bool>()) << c;
+    EXPECT_FALSE(y.select(1, 7).isnan().any().item<bool>());
+    EXPECT_EQ(y.index({rows - 1, 7}).item<float>(), log ? 0.0f : 1.0f);
+    EXPECT_EQ(y.index({0, 7}).item<float>(), log ? -INFINITY : 0.0f);
+    EXPECT_EQ(y.index({17, 69}).item<float>(), log ? -INFINITY : 0.0f);
+    EXPECT_FALSE(y.select(1, 69).isnan().any().item<bool>());
+  }
+}
+
 // Note [Float deviations]: float32 variance over the last dim, on rows whose mean is 10^4
 // times their spread, with lengths that leave partial blocks and short tails and enough rows
 // that each thread's rows prefetch their successors, equals the float64 variance to float32
