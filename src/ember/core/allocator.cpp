@@ -60,8 +60,12 @@ Counters& cpu_counters() {
   return c;
 }
 
-constexpr size_t kCacheMin = size_t(1) << 20;      // blocks from 1 MiB are cached
-constexpr size_t kCacheGranule = size_t(1) << 18;  // and rounded up to 256 KiB
+constexpr size_t kCacheMin = size_t(1) << 17;  // blocks from 128 KiB are cached,
+// rounded up to 32 KiB below 1 MiB and to 256 KiB from there.
+constexpr size_t cache_size(size_t padded) {
+  const size_t granule = padded < (size_t(1) << 20) ? size_t(1) << 15 : size_t(1) << 18;
+  return (padded + granule - 1) / granule * granule;
+}
 
 // Freed large blocks by rounded size. See Note [Large-block cache].
 class BlockCache {
@@ -279,7 +283,7 @@ class CpuAllocator final : public Allocator {
     if (padded <= kSmallMax) {
       if (SmallCache* cache = this_thread_small_cache()) p = cache->take(padded);
     } else if (padded >= kCacheMin) {
-      padded = (padded + kCacheGranule - 1) / kCacheGranule * kCacheGranule;
+      padded = cache_size(padded);
       p = block_cache().take(padded);
     }
     if (!p) p = std::aligned_alloc(kCpuAlignment, padded);
@@ -310,7 +314,7 @@ class CpuAllocator final : public Allocator {
         if (SmallCache* cache = this_thread_small_cache()) kept = cache->put(data, padded);
       }
     } else if (padded >= kCacheMin) {
-      kept = block_cache().put(data, (padded + kCacheGranule - 1) / kCacheGranule * kCacheGranule);
+      kept = block_cache().put(data, cache_size(padded));
     }
     if (!kept) std::free(data);
     Counters& c = cpu_counters();
