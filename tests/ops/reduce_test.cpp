@@ -134,6 +134,18 @@ TEST(Reduce, OnlineColumnSoftmaxAgainstFloat64) {
     EXPECT_EQ(y.index({17, 69}).item<float>(), log ? -INFINITY : 0.0f);
     EXPECT_FALSE(y.select(1, 69).isnan().any().item<bool>());
   }
+  // The tiles' widths follow the thread count (one tile of 80 columns on one thread, 64 + 6 on
+  // two or three, the 6 through the padded block); the bits do not.
+  Tensor r = randn({rows, cols}) * 5;
+  const int saved = get_num_threads();
+  set_num_threads(1);
+  const Tensor one = r.softmax(0), one_log = r.log_softmax(0);
+  for (int threads : {2, 3}) {
+    set_num_threads(threads);
+    EXPECT_TRUE(r.softmax(0).equal(one)) << threads << " threads";
+    EXPECT_TRUE(r.log_softmax(0).equal(one_log)) << threads << " threads";
+  }
+  set_num_threads(saved);
 }
 
 // Note [Float deviations]: float32 variance over the last dim, on rows whose mean is 10^4
