@@ -3,6 +3,7 @@
 #include <ember/ember.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 // Named per file: test files are compiled in unity batches (Note [Build time]).
@@ -211,6 +212,39 @@ TEST(Reduce, ColumnSumsAndExtremesInBlocksOfEightRows) {
     EXPECT_EQ(mx[7], INFINITY);
     EXPECT_EQ(sv[4098], -INFINITY);
     EXPECT_EQ(mn[4098], -INFINITY);
+  }
+}
+
+// Note [Integer sums in one accumulator] (kernels/cpu/reduce.cpp): GCC 12 miscompiled the
+// 8-accumulator sum of integers narrower than int64, counting only some lanes, from runs of
+// a few thousand values on. Sums of whole tensors, of rows (a long row split in chunks, and
+// several rows), of columns and of products, at lengths with and without tails, against
+// int64 arithmetic here; the CPU-level runs (isa.<level>.ops) check every level.
+TEST(Reduce, IntegerSumsOfLongRuns) {
+  for (DType dt : {kUInt8, kInt8, kInt16, kInt32, kInt64, kBool}) {
+    for (int64_t n : {7, 1000, 4099, 30000, 40001, 100003}) {
+      std::vector<int64_t> v(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t r = (i * 7919 + 13) % 251;  // 0..250, in every type's range once shifted
+        v[static_cast<size_t>(i)] = dt == kBool ? r % 3 != 0 : dt == kUInt8 ? r : r - 125;
+      }
+      std::vector<int64_t> sq(v.size());
+      for (size_t i = 0; i < v.size(); ++i) sq[i] = dt == kBool ? v[i] : dt == kUInt8 ? (v[i] * v[i]) % 256 : (v[i] * v[i]) % 128;
+      const Tensor x = from_blob(v.data(), {n}, TensorOptions(kInt64)).to(dt);
+      int64_t want = 0;
+      for (int64_t e : v) want += e;
+      const std::string what = "dtype " + std::string(dtype_name(dt)) + ", " + std::to_string(n) + " values";
+      ASSERT_EQ(x.sum().item<int64_t>(), want) << what;
+      const Tensor rows = stack({x, x.flip({0}), x}).contiguous();
+      const std::vector<int64_t> rs = rows.sum({1}).to_vector<int64_t>();
+      ASSERT_EQ(rs, (std::vector<int64_t>{want, want, want})) << what << ", rows";
+      const Tensor cols = x.view({n, 1}).expand({n, 5}).contiguous();
+      ASSERT_EQ(cols.sum({0}).to_vector<int64_t>(), std::vector<int64_t>(5, want)) << what << ", columns";
+      int64_t want_sq = 0;
+      for (int64_t e : sq) want_sq += e;
+      const Tensor xs = from_blob(sq.data(), {n}, TensorOptions(kInt64)).to(dt);
+      ASSERT_EQ(xs.sum().item<int64_t>(), want_sq) << what << ", squares";
+    }
   }
 }
 

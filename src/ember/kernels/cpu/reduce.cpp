@@ -94,12 +94,26 @@ template <typename T>
 using acc_of = std::conditional_t<std::is_floating_point_v<acc_t<T>>, double,
                                   std::conditional_t<std::is_same_v<T, uint64_t>, uint64_t, int64_t>>;
 
-// Sum of n contiguous values with 8 independent accumulators (vectorisable, and more
-// accurate than one running sum).
+// Sum of n contiguous values: floating values with 8 independent accumulators (vectorisable,
+// and more accurate than one running sum), integers with one.
+//
+// Note [Integer sums in one accumulator]: integer addition, wrapping through the unsigned
+// type, is associative, so one accumulator gives the same value as any order of the adds,
+// and GCC vectorises the plain loop correctly. The 8-accumulator form below is miscompiled
+// by GCC 12.2 at -O3 for integers narrower than the accumulator (uint8, int8, int16, int32
+// into int64): its loop vectoriser counted only some lanes, so a sum of 30000 int32 ones
+// was 15000 at the AVX-512 level and a sum of 40000 uint8 ones 5000, at every level in
+// some form (tests/ops/reduce_test.cpp, Reduce.IntegerSumsOfLongRuns).
 template <typename T, typename A>
 A sum_run(const T* p, int64_t n) {
   if constexpr (std::is_same_v<T, float> && std::is_same_v<A, double>) {
     return float_run_sum(p, n);  // kernels/cpu/plane_sum.h
+  }
+  if constexpr (std::is_integral_v<A>) {
+    using U = std::make_unsigned_t<A>;
+    U sum = 0;
+    for (int64_t i = 0; i < n; ++i) sum += static_cast<U>(static_cast<A>(static_cast<acc_t<T>>(p[i])));
+    return static_cast<A>(sum);
   }
   A acc[8] = {};
   int64_t i = 0;
