@@ -5,7 +5,13 @@
 
 #include <ember/ember.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <unistd.h>
 
 // Named per file: test files are compiled in unity batches (Note [Build time]).
 namespace core_tensor_test {
@@ -199,6 +205,103 @@ TEST(Allocator, LargeBlocksAreCachedAndReused) {
   EXPECT_EQ(memory_stats().cached_bytes, 0) << "a zero limit disables the cache";
   set_allocator_cache_limit(int64_t(1) << 30);
   EXPECT_THROW(set_allocator_cache_limit(-1), Error);
+}
+
+// The VmFlags line of the mapping in /proc/self/smaps that holds p ("" when none does).
+std::string vm_flags_of(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-' && line.find(':') > line.find(' ')) {
+      inside = lo <= at && at < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return line;
+    }
+  }
+  return "";
+}
+
+bool has_flag(const std::string& flags, const char* flag) {
+  std::istringstream in(flags);
+  for (std::string f; in >> f;) {
+    if (f == flag) return true;
+  }
+  return false;
+}
+
+#if defined(__linux__) && !defined(__SANITIZE_ADDRESS__)
+constexpr bool kHugePageBuild = true;
+#else
+constexpr bool kHugePageBuild = false;
+#endif
+
+// Note [Huge pages for large blocks]: a block of 2 MiB or more starts at a 2 MiB boundary in
+// a mapping marked MADV_HUGEPAGE ("hg" in its VmFlags); smaller blocks are the C library's.
+TEST(Allocator, LargeBlocksStartAtHugePageBoundariesMarkedForHugePages) {
+  if (!kHugePageBuild) GTEST_SKIP() << "sanitizer builds keep the C library's blocks";
+  if (const char* env = std::getenv("EMBER_HUGEPAGES"); env && std::string(env) == "0") {
+    GTEST_SKIP() << "EMBER_HUGEPAGES=0";
+  }
+  empty_cache();
+  for (int64_t bytes : {int64_t(2) << 20, int64_t(5) << 20, (int64_t(64) << 20) + 4}) {
+    Tensor t = empty({bytes}, TensorOptions(kUInt8));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data_ptr()) % (uintptr_t(2) << 20), 0u) << bytes << " bytes";
+    t.fill_(1);  // the whole block is usable, its unaligned tail included
+    EXPECT_EQ(t.sum().item<int64_t>(), bytes);
+    const std::string flags = vm_flags_of(t.data_ptr());
+    ASSERT_NE(flags, "") << "no mapping holds the block";
+    EXPECT_TRUE(has_flag(flags, "hg")) << bytes << " bytes: " << flags;
+  }
+  Tensor small = empty({int64_t(1) << 20}, TensorOptions(kUInt8));
+  EXPECT_FALSE(has_flag(vm_flags_of(small.data_ptr()), "hg")) << "1 MiB is below the threshold";
+  empty_cache();
+}
+
+// The path of this test program, for the cases below that run it again with another
+// environment.
+std::string self_path() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+// Run by the cases below in a child process (EMBER_TEST_HUGEPAGES_CHILD set): with
+// EMBER_HUGEPAGES=0 a large block is the C library's, not marked; with a value other than 0
+// or 1 the allocation fails with an error naming the variable and the values it takes.
+TEST(Allocator, HugePagesChild) {
+  const char* mode = std::getenv("EMBER_TEST_HUGEPAGES_CHILD");
+  if (!mode) GTEST_SKIP() << "run by the EMBER_HUGEPAGES cases";
+  if (std::string(mode) == "off") {
+    Tensor t = empty({int64_t(8) << 20}, TensorOptions(kUInt8));
+    t.fill_(1);
+    EXPECT_FALSE(has_flag(vm_flags_of(t.data_ptr()), "hg")) << vm_flags_of(t.data_ptr());
+  } else {
+    const std::string msg = error_of([] { empty({int64_t(8) << 20}, TensorOptions(kUInt8)); });
+    EXPECT_NE(msg.find("[empty] EMBER_HUGEPAGES=yes is not 0 or 1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("set it to 0"), std::string::npos) << msg;
+    EXPECT_EQ(error_of([] { empty({16}); }), "") << "small blocks do not read the variable";
+  }
+}
+
+int run_child(const char* hugepages, const char* mode) {
+  const std::string cmd = "EMBER_HUGEPAGES=" + std::string(hugepages) + " EMBER_TEST_HUGEPAGES_CHILD=" + mode +
+                          " '" + self_path() + "' --gtest_filter=Allocator.HugePagesChild >/dev/null 2>&1";
+  return std::system(cmd.c_str());
+}
+
+TEST(Allocator, HugePagesOffWithTheEnvironmentVariable) {
+  if (!kHugePageBuild) GTEST_SKIP() << "sanitizer builds keep the C library's blocks";
+  EXPECT_EQ(run_child("0", "off"), 0);
+  EXPECT_NE(run_child("1", "off"), 0) << "the child must be able to fail: with huge pages on the block is marked";
+}
+
+TEST(Allocator, BadHugePagesValueIsAnError) {
+  if (!kHugePageBuild) GTEST_SKIP() << "sanitizer builds keep the C library's blocks";
+  EXPECT_EQ(run_child("yes", "bad"), 0);
 }
 
 }  // namespace

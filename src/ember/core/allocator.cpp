@@ -4,12 +4,17 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <new>
 #include <thread>
 #include <unordered_map>
 #include <vector>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>
@@ -67,6 +72,64 @@ constexpr size_t cache_size(size_t padded) {
   return (padded + granule - 1) / granule * granule;
 }
 
+// Note [Huge pages for large blocks]: blocks of 2 MiB or more are mapped on their own, at a
+// 2 MiB boundary, and marked MADV_HUGEPAGE, so the kernel backs them with 2 MiB pages where
+// transparent huge pages are enabled ("always" or "madvise", the usual default). Streaming
+// through 4 KiB pages costs a TLB miss, and a page walk, every 4 KiB; on the VMs we measure
+// on (nested paging) a 64 MiB float32 sum read 30-45% faster from huge pages, and the width
+// of the loads stopped mattering (through 4 KiB pages 128-bit loads streamed 14% faster than
+// 512-bit ones). A block's tail past its last 2 MiB boundary keeps 4 KiB pages, so nothing
+// is rounded up. EMBER_HUGEPAGES=0 turns this off (blocks then come from the C library, as
+// smaller ones do); sanitizer builds keep the C library's blocks, whose redzones they check.
+constexpr size_t kHugePage = size_t(2) << 20;
+constexpr size_t kPage = 4096;
+
+bool huge_pages_on() {
+#if defined(__linux__) && !defined(__SANITIZE_ADDRESS__)
+  static const bool on = [] {
+    const char* env = std::getenv("EMBER_HUGEPAGES");
+    if (!env || !*env || std::strcmp(env, "1") == 0) return true;
+    if (std::strcmp(env, "0") == 0) return false;
+    EMBER_ERROR("[allocate] EMBER_HUGEPAGES=", env, " is not 0 or 1; unset it (huge pages for blocks of 2 MiB ",
+                "or more) or set it to 0 (the C library's blocks)");
+  }();
+  return on;
+#else
+  return false;
+#endif
+}
+
+// Whether a block of `size` bytes (as rounded by cache_size) is mapped on its own.
+bool mapped_block(size_t size) { return size >= kHugePage && huge_pages_on(); }
+
+void* map_block(size_t size) {
+#if defined(__linux__)
+  const size_t len = (size + kPage - 1) / kPage * kPage;
+  void* base = mmap(nullptr, len + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (base == MAP_FAILED) return nullptr;
+  const uintptr_t b = reinterpret_cast<uintptr_t>(base), end = b + len + kHugePage;
+  const uintptr_t a = (b + kHugePage - 1) / kHugePage * kHugePage;
+  if (a > b) munmap(base, a - b);
+  if (end > a + len) munmap(reinterpret_cast<void*>(a + len), end - (a + len));
+  madvise(reinterpret_cast<void*>(a), len, MADV_HUGEPAGE);  // a hint: THP off leaves 4 KiB pages
+  return reinterpret_cast<void*>(a);
+#else
+  (void)size;
+  return nullptr;
+#endif
+}
+
+// Gives a block of `size` bytes (as rounded by cache_size) back to the system.
+void release_block(void* p, size_t size) {
+#if defined(__linux__)
+  if (mapped_block(size)) {
+    munmap(p, (size + kPage - 1) / kPage * kPage);
+    return;
+  }
+#endif
+  std::free(p);
+}
+
 // Freed large blocks by rounded size. See Note [Large-block cache].
 class BlockCache {
  public:
@@ -89,7 +152,7 @@ class BlockCache {
   void clear() {
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& [size, list] : blocks_) {
-      for (void* p : list) std::free(p);
+      for (void* p : list) release_block(p, size);
     }
     blocks_.clear();
     cached_ = 0;
@@ -286,7 +349,7 @@ class CpuAllocator final : public Allocator {
       padded = cache_size(padded);
       p = block_cache().take(padded);
     }
-    if (!p) p = std::aligned_alloc(kCpuAlignment, padded);
+    if (!p) p = mapped_block(padded) ? map_block(padded) : std::aligned_alloc(kCpuAlignment, padded);
     // The [allocate] prefix becomes the op the user called (Note [Errors name the op the user called]).
     EMBER_CHECK(p != nullptr, "[allocate] cannot allocate ", human_bytes(nbytes), " (", nbytes,
                 " bytes) on cpu: out of memory (", human_bytes(static_cast<size_t>(memory_allocated())),
@@ -308,15 +371,18 @@ class CpuAllocator final : public Allocator {
     const size_t nbytes = reinterpret_cast<size_t>(ctx);
     if (detail::AllocationHook* h = g_alloc_hook.load(std::memory_order_acquire)) h->on_free(data, nbytes);
     const size_t padded = (nbytes + kCpuAlignment - 1) / kCpuAlignment * kCpuAlignment;
-    bool kept = false;
     if (padded <= kSmallMax) {
+      bool kept = false;
       if (g_small_enabled.load(std::memory_order_relaxed)) {
         if (SmallCache* cache = this_thread_small_cache()) kept = cache->put(data, padded);
       }
+      if (!kept) std::free(data);
     } else if (padded >= kCacheMin) {
-      kept = block_cache().put(data, cache_size(padded));
+      const size_t size = cache_size(padded);
+      if (!block_cache().put(data, size)) release_block(data, size);
+    } else {
+      std::free(data);
     }
-    if (!kept) std::free(data);
     Counters& c = cpu_counters();
     c.allocated.fetch_sub(static_cast<int64_t>(reinterpret_cast<size_t>(ctx)),
                           std::memory_order_relaxed);

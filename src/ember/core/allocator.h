@@ -11,6 +11,8 @@
 // Note [Small-block cache] (allocator.cpp): freed blocks of up to 4 KiB are kept per thread
 // (16 per 64-byte size class) and handed out again, which takes glibc's slow aligned
 // allocation off the path of every op on a small tensor.
+// Note [Huge pages for large blocks] (allocator.cpp): blocks of 2 MiB or more are mapped at
+// 2 MiB boundaries and marked for transparent huge pages (EMBER_HUGEPAGES=0 turns it off).
 
 #include <cstddef>
 #include <cstdint>
