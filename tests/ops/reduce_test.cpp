@@ -178,6 +178,61 @@ TEST(Reduce, RowVarianceOfFloat32AgainstFloat64) {
   }
 }
 
+// Note [Row variance about a shift]: a float32 row's deviations are taken from the float mean
+// of its first 256 values; where that lies far from the row's mean (a step after the first
+// block, an offset on the rest of the row) the row is read again about its mean, so the
+// variance stays at float32 rounding. Infinities in the first block or later give torch's
+// mean (inf, or NaN for both signs) and a NaN variance.
+TEST(Reduce, RowVarianceWithAFarShift) {
+  for (int64_t len : {4096, 1003, 300, 257}) {
+    Tensor x = randn({6, len});
+    Tensor head = x.narrow(1, 0, std::min<int64_t>(len, 256));
+    x[0].add_(1e4);  // far from zero, near its own mean: no second read needed
+    head[1].add_(1e4);  // a step after the first block
+    x[2].narrow(0, 256, len - 256).add_(50);  // an offset on the rest of the row
+    x[3].narrow(0, 256, len - 256).add_(3);  // within a few deviations of the head's mean
+    head[4].mul_(1e-3);  // a quiet head
+    x[5].copy_(arange(len, TensorOptions(kFloat32)) * 0.5 + 1000);  // a ramp
+    auto [v, m] = x.var_mean({1});
+    const Tensor ref = x.to(kFloat64).var({1}), ref_mean = x.to(kFloat64).mean({1});
+    const std::vector<double> rv = ref.to_vector<double>(), vv = v.to(kFloat64).to_vector<double>();
+    const std::vector<double> rm = ref_mean.to_vector<double>(), mm = m.to(kFloat64).to_vector<double>();
+    const std::vector<double> sd = x.to(kFloat64).std({1}).to_vector<double>();
+    for (size_t r = 0; r < rv.size(); ++r) {
+      EXPECT_LT(std::abs(vv[r] - rv[r]) / rv[r], 2e-7) << "row " << r << ", " << len << " values";
+      EXPECT_LT(std::abs(mm[r] - rm[r]), 1e-7 * (std::abs(rm[r]) + sd[r])) << "row " << r << ", " << len << " values";
+    }
+  }
+  // Quiet rows (std 0.01) whose first block, or the rest, sits 1, 10 or 100 higher: the shift
+  // is 100-10000 deviations of the noise away; without the second read their variances miss
+  // float64's by up to 5e-7.
+  for (int64_t len : {16384, 32768}) {
+    for (double offset : {1.0, 10.0, 100.0}) {
+      Tensor a = randn({8, len}) * 0.01, b = randn({8, len}) * 0.01;
+      a.narrow(1, 0, 256).add_(offset);
+      b.narrow(1, 256, len - 256).add_(offset);
+      for (const Tensor& t : {a, b}) {
+        const Tensor ref = t.to(kFloat64).var({1});
+        EXPECT_LT(((t.var({1}).to(kFloat64) - ref) / ref).abs().max().item<double>(), 2e-7)
+            << len << " values, offset " << offset;
+      }
+    }
+  }
+  Tensor y = randn({5, 600});
+  y.index_put_({0, 3}, INFINITY);      // +inf in the first block
+  y.index_put_({1, 500}, INFINITY);    // +inf after it
+  y.index_put_({2, 7}, -INFINITY);     // both signs
+  y.index_put_({2, 400}, INFINITY);
+  y.index_put_({3, 100}, NAN);         // NaN in the first block
+  auto [v, m] = y.var_mean({1});
+  const std::vector<float> vv = v.to_vector<float>(), mm = m.to_vector<float>();
+  EXPECT_EQ(mm[0], INFINITY);
+  EXPECT_EQ(mm[1], INFINITY);
+  EXPECT_TRUE(std::isnan(mm[2]) && std::isnan(mm[3]));
+  for (int r = 0; r < 4; ++r) EXPECT_TRUE(std::isnan(vv[r])) << "row " << r;
+  EXPECT_TRUE(std::isfinite(vv[4]) && std::isfinite(mm[4]));
+}
+
 // Note [Eight rows per pass]: float32 sums and extremes over dim 0 read eight rows at a time;
 // with more than one column block (4100 columns), row counts that leave a short last block
 // and several row chunks, they agree with float64 sums (to float32 rounding) and with exact

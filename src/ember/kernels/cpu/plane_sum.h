@@ -127,6 +127,40 @@ static inline double float_run_sum(const float* p, int64_t n) {
   return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
 }
 
+// Sums about a shift c: *s1 = the sum of d and *s2 = the sum of d * d over p[0, n), d = p[i] -
+// c, in the lanes of float_run_sum (d and d * d in float, blocks of 256 values by 32 lanes,
+// the block sums in double lanes, a fixed tree at the end; the last < 32 values in double).
+// Note [Row variance about a shift] (reduce.cpp).
+static inline void float_run_shifted_sums(const float* p, int64_t n, float c, double* s1, double* s2) {
+  using namespace plane;
+  constexpr int64_t kBlock = 256;
+  VecD d1[2 * kVecs] = {}, d2[2 * kVecs] = {};
+  int64_t i = 0;
+  while (i + kLanes <= n) {
+    const int64_t end = i + kBlock <= n ? i + kBlock : i + (n - i) / kLanes * kLanes;
+    VecF a1[kVecs] = {}, a2[kVecs] = {};
+    for (; i < end; i += kLanes) {
+      for (int j = 0; j < kVecs; ++j) {
+        const VecF d = load(p + i + j * kVecF) - c;
+        a1[j] += d;
+        a2[j] += d * d;
+      }
+    }
+    add_in_double(a1, d1);
+    add_in_double(a2, d2);
+  }
+  double l1[8], l2[8];
+  fold_to_eight(d1, l1);
+  fold_to_eight(d2, l2);
+  for (int k = 0; i < n; ++i, k = (k + 1) & 7) {
+    const double d = static_cast<double>(p[i]) - static_cast<double>(c);
+    l1[k] += d;
+    l2[k] += d * d;
+  }
+  *s1 = ((l1[0] + l1[1]) + (l1[2] + l1[3])) + ((l1[4] + l1[5]) + (l1[6] + l1[7]));
+  *s2 = ((l2[0] + l2[1]) + (l2[2] + l2[3])) + ((l2[4] + l2[5]) + (l2[6] + l2[7]));
+}
+
 // double: 8 lanes.
 static inline double double_run_sum(const double* p, int64_t n) {
   double acc[8] = {};
