@@ -53,6 +53,42 @@ constexpr int64_t kAccLanes = 32;
 constexpr int64_t kTileCols = 2048;
 constexpr int64_t kTileElems = int64_t{1} << 19;
 
+// Note [Next rows into L2]: the eight streams of a pass are a few KiB each (a tile's width of
+// one row), and the hardware prefetchers pick each up late, every pass anew. So while a
+// block of eight rows is read, the next block's lines are prefetched into L2 in address
+// order, one row segment after the other (a single stream), eight lines for each line read
+// from a row of the current block: the next pass then reads from L2. Sum over dim 0 of a
+// 4096x4096 float32 tensor: 92-93% of the read bandwidth beside it without, 97-101% with. (Into
+// L1 instead, or the next rows' lines at the columns being read, ran slower than no prefetch:
+// 84% against 91%.)
+class NextRows {
+ public:
+  // The block of eight rows at next (nullptr: none), rows `stride` elements apart, each a
+  // segment of w elements of `elem` bytes.
+  NextRows(const void* next, int64_t stride, int64_t w, int64_t elem)
+      : p_(reinterpret_cast<uintptr_t>(next)), row_(p_), stride_(static_cast<uintptr_t>(stride * elem)),
+        lines_((w * elem + 63) / 64), seg_(next ? 0 : 8) {}
+  // Prefetches the next eight lines, if any are left. (Addresses as integers: a prefetch
+  // never faults, and the walk may step past the tensor's end, where a pointer must not.)
+  void step() {
+    for (int m = 0; m < 8 && seg_ < 8; ++m) {
+      __builtin_prefetch(reinterpret_cast<const void*>(p_), 0, 2);
+      p_ += 64;
+      if (++line_ == lines_) {
+        line_ = 0;
+        row_ += stride_;
+        p_ = row_;
+        ++seg_;
+      }
+    }
+  }
+
+ private:
+  uintptr_t p_, row_, stride_;
+  int64_t lines_, line_ = 0;
+  int seg_;
+};
+
 struct ColTiles {
   int64_t cols, col_blocks, rows, chunks;
 };
@@ -183,10 +219,20 @@ void generic_reduce(const Tensor& out, const Tensor& in, ReduceShape s, A init, 
 
 // acc[j] += the sum of column j over the eight rows at row, row + stride, ..., j < w: the
 // eight floats added as a fixed tree in float, the result added in double.
-void add_eight_rows(const float* row, int64_t stride, int64_t w, double* __restrict acc) {
+// next: the following block of eight rows, prefetched meanwhile (Note [Next rows into L2]).
+void add_eight_rows(const float* row, int64_t stride, int64_t w, double* __restrict acc, const float* next) {
   const float *r0 = row, *r1 = r0 + stride, *r2 = r1 + stride, *r3 = r2 + stride;
   const float *r4 = r3 + stride, *r5 = r4 + stride, *r6 = r5 + stride, *r7 = r6 + stride;
-  for (int64_t j = 0; j < w; ++j) {
+  NextRows ahead(next, stride, w, sizeof(float));
+  int64_t j0 = 0;
+  for (; j0 + 16 <= w; j0 += 16) {
+    ahead.step();
+    for (int64_t j = j0; j < j0 + 16; ++j) {
+      const float t = ((r0[j] + r1[j]) + (r2[j] + r3[j])) + ((r4[j] + r5[j]) + (r6[j] + r7[j]));
+      acc[j] += static_cast<double>(t);
+    }
+  }
+  for (int64_t j = j0; j < w; ++j) {
     const float t = ((r0[j] + r1[j]) + (r2[j] + r3[j])) + ((r4[j] + r5[j]) + (r6[j] + r7[j]));
     acc[j] += static_cast<double>(t);
   }
@@ -232,7 +278,9 @@ void sum_reduce(const Tensor& out, const Tensor& in, ReduceShape s) {
         if constexpr (std::is_same_v<T, float> && std::is_same_v<A, double>) {
           // Whole rows, eight at a time (Note [Eight rows per pass]): each column's eight
           // values are added in float, then into the double accumulator.
-          for (; r + 8 <= r1; r += 8) add_eight_rows(base + r * s.inner, s.inner, w, acc);
+          for (; r + 8 <= r1; r += 8) {
+            add_eight_rows(base + r * s.inner, s.inner, w, acc, r + 16 <= r1 ? base + (r + 8) * s.inner : nullptr);
+          }
         }
         for (; r < r1; ++r) {
           const T* row = base + r * s.inner;
@@ -294,13 +342,21 @@ void extreme_cols(const T* p, int64_t rows, int64_t stride, int64_t w, T* out) {
   for (; r + 8 <= rows; r += 8) {  // Note [Eight rows per pass]
     const T *r0 = p + r * stride, *r1 = r0 + stride, *r2 = r1 + stride, *r3 = r2 + stride;
     const T *r4 = r3 + stride, *r5 = r4 + stride, *r6 = r5 + stride, *r7 = r6 + stride;
-    for (int64_t j = 0; j < w; ++j) {
+    const auto eight = [&](int64_t j) {
       const T v0 = r0[j], v1 = r1[j], v2 = r2[j], v3 = r3[j], v4 = r4[j], v5 = r5[j], v6 = r6[j], v7 = r7[j];
       const T m = pick(pick(pick(v0, v1), pick(v2, v3)), pick(pick(v4, v5), pick(v6, v7)));
       const bool nan = ((v0 != v0) | (v1 != v1)) | ((v2 != v2) | (v3 != v3)) | ((v4 != v4) | (v5 != v5)) | ((v6 != v6) | (v7 != v7));
       const T a = pick(out[j], m);
       out[j] = nan ? kNaN : a;
+    };
+    NextRows ahead(r + 16 <= rows ? r0 + 8 * stride : nullptr, stride, w, sizeof(T));  // Note [Next rows into L2]
+    constexpr int64_t kLine = 64 / sizeof(T);
+    int64_t j0 = 0;
+    for (; j0 + kLine <= w; j0 += kLine) {
+      ahead.step();
+      for (int64_t j = j0; j < j0 + kLine; ++j) eight(j);
     }
+    for (int64_t j = j0; j < w; ++j) eight(j);
   }
   for (; r < rows; ++r) {
     const T* row = p + r * stride;
@@ -938,10 +994,11 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& in, ReduceShape s, dou
 
 // One block of eight rows of Note [Column variance about a shift]: for j < w, s1[j] += the sum
 // of d and s2[j] += the sum of d * d over the eight rows, d = q[i][j] - shift[j], both sums in
-// float in a fixed tree and then added in double.
-void shifted_block_sums(const float* const* q, const float* shift, int64_t w, double* s1, double* s2) {
+// float in a fixed tree and then added in double; the next block prefetched meanwhile (Note
+// [Next rows into L2]).
+void shifted_block_sums(const float* const* q, const float* shift, int64_t w, double* s1, double* s2, NextRows& ahead) {
   const float *q0 = q[0], *q1 = q[1], *q2 = q[2], *q3 = q[3], *q4 = q[4], *q5 = q[5], *q6 = q[6], *q7 = q[7];
-  for (int64_t j = 0; j < w; ++j) {
+  const auto eight = [&](int64_t j) {
     const float k = shift[j];
     const float d0 = q0[j] - k, d1 = q1[j] - k, d2 = q2[j] - k, d3 = q3[j] - k;
     const float d4 = q4[j] - k, d5 = q5[j] - k, d6 = q6[j] - k, d7 = q7[j] - k;
@@ -949,7 +1006,13 @@ void shifted_block_sums(const float* const* q, const float* shift, int64_t w, do
     const float bq = ((d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)) + ((d4 * d4 + d5 * d5) + (d6 * d6 + d7 * d7));
     s1[j] += static_cast<double>(bd);
     s2[j] += static_cast<double>(bq);
+  };
+  int64_t j0 = 0;
+  for (; j0 + 16 <= w; j0 += 16) {
+    ahead.step();
+    for (int64_t j = j0; j < j0 + 16; ++j) eight(j);
   }
+  for (int64_t j = j0; j < w; ++j) eight(j);
 }
 
 void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceShape s, int64_t correction) {
@@ -1087,7 +1150,8 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
               for (; r + 8 <= r1; r += 8) {
                 const float* q[8];
                 for (int i = 0; i < 8; ++i) q[i] = base + (r + i) * s.inner;
-                shifted_block_sums(q, shift, w, s1, s2);
+                NextRows ahead(r + 16 <= r1 ? base + (r + 8) * s.inner : nullptr, s.inner, w, sizeof(float));
+                shifted_block_sums(q, shift, w, s1, s2, ahead);
               }
               for (; r < r1; ++r) {  // the last rows, fewer than 8
                 const float* row = base + r * s.inner;
