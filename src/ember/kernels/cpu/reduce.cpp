@@ -68,6 +68,18 @@ class NextRows {
   NextRows(const void* next, int64_t stride, int64_t w, int64_t elem)
       : p_(reinterpret_cast<uintptr_t>(next)), row_(p_), stride_(static_cast<uintptr_t>(stride * elem)),
         lines_((w * elem + 63) / 64), seg_(next ? 0 : 8) {}
+  // Runs each(j) for j < w in order, prefetching eight lines per `per_line` columns.
+  template <typename F>
+  void for_columns(int64_t w, int64_t per_line, F each) {
+    int64_t j0 = 0;
+    for (; j0 + per_line <= w; j0 += per_line) {
+      step();
+      for (int64_t j = j0; j < j0 + per_line; ++j) each(j);
+    }
+    for (int64_t j = j0; j < w; ++j) each(j);
+  }
+
+ private:
   // Prefetches the next eight lines, if any are left. (Addresses as integers: a prefetch
   // never faults, and the walk may step past the tensor's end, where a pointer must not.)
   void step() {
@@ -83,7 +95,6 @@ class NextRows {
     }
   }
 
- private:
   uintptr_t p_, row_, stride_;
   int64_t lines_, line_ = 0;
   int seg_;
@@ -223,19 +234,10 @@ void generic_reduce(const Tensor& out, const Tensor& in, ReduceShape s, A init, 
 void add_eight_rows(const float* row, int64_t stride, int64_t w, double* __restrict acc, const float* next) {
   const float *r0 = row, *r1 = r0 + stride, *r2 = r1 + stride, *r3 = r2 + stride;
   const float *r4 = r3 + stride, *r5 = r4 + stride, *r6 = r5 + stride, *r7 = r6 + stride;
-  NextRows ahead(next, stride, w, sizeof(float));
-  int64_t j0 = 0;
-  for (; j0 + 16 <= w; j0 += 16) {
-    ahead.step();
-    for (int64_t j = j0; j < j0 + 16; ++j) {
-      const float t = ((r0[j] + r1[j]) + (r2[j] + r3[j])) + ((r4[j] + r5[j]) + (r6[j] + r7[j]));
-      acc[j] += static_cast<double>(t);
-    }
-  }
-  for (int64_t j = j0; j < w; ++j) {
+  NextRows(next, stride, w, sizeof(float)).for_columns(w, 16, [&](int64_t j) {
     const float t = ((r0[j] + r1[j]) + (r2[j] + r3[j])) + ((r4[j] + r5[j]) + (r6[j] + r7[j]));
     acc[j] += static_cast<double>(t);
-  }
+  });
 }
 
 // Sum with the fast paths: contiguous rows (8 accumulators, chunked when long) and
@@ -349,14 +351,8 @@ void extreme_cols(const T* p, int64_t rows, int64_t stride, int64_t w, T* out) {
       const T a = pick(out[j], m);
       out[j] = nan ? kNaN : a;
     };
-    NextRows ahead(r + 16 <= rows ? r0 + 8 * stride : nullptr, stride, w, sizeof(T));  // Note [Next rows into L2]
-    constexpr int64_t kLine = 64 / sizeof(T);
-    int64_t j0 = 0;
-    for (; j0 + kLine <= w; j0 += kLine) {
-      ahead.step();
-      for (int64_t j = j0; j < j0 + kLine; ++j) eight(j);
-    }
-    for (int64_t j = j0; j < w; ++j) eight(j);
+    // Note [Next rows into L2].
+    NextRows(r + 16 <= rows ? r0 + 8 * stride : nullptr, stride, w, sizeof(T)).for_columns(w, 64 / sizeof(T), eight);
   }
   for (; r < rows; ++r) {
     const T* row = p + r * stride;
@@ -432,12 +428,11 @@ void extreme_reduce(const Tensor& out, const Tensor& in, ReduceShape s) {
 // in float by 32 lanes over blocks of 256 values, the block sums in double lanes. With e = mu
 // - m (a float rounding of mu, so tiny) and sum d = n e (mu is the row's mean), sum (x - mu)^2
 // = sum d^2 - n e^2, and nothing cancels: as in the two-pass method, the deviations are
-// taken from a value within rounding of the mean. While the row (in cache after the mean's
-// pass) is squared, the next row is prefetched: the squaring is compute, and without the
-// prefetch the memory stood idle during it. In double lanes (convert, subtract, multiply,
-// add per 8 values) and without the prefetch, a 4096x4096 var over dim 1 took twice a sum's
-// time. (Sweeping row o's sum and row o - 1's squares in one loop was no faster.)
-double sqdev_about_mean(const float* p, int64_t n, double mu, const float* next) {
+// taken from a value within rounding of the mean. It is now the second read of Note [Row
+// variance about a shift], for rows whose shift lies far from their mean, made while the row
+// is still in cache. (As the whole method, two passes with the next row prefetched during
+// the squares, it read 72-96% of the bandwidth beside a 4096x4096 var over dim 1.)
+double sqdev_about_mean(const float* p, int64_t n, double mu) {
   using namespace plane;  // the lanes as vector types (Note [Lanes as vector types], plane_sum.h)
   constexpr int64_t kBlock = 256;
   const float m = static_cast<float>(mu);
@@ -445,9 +440,6 @@ double sqdev_about_mean(const float* p, int64_t n, double mu, const float* next)
   int64_t i = 0;
   while (i + kLanes <= n) {
     const int64_t end = i + kBlock <= n ? i + kBlock : i + (n - i) / kLanes * kLanes;
-    if (next) {
-      for (int64_t j = i; j < end; j += 16) __builtin_prefetch(next + j, 0, 2);
-    }
     VecF aq[kVecs] = {};
     for (; i < end; i += kLanes) {
       for (int j = 0; j < kVecs; ++j) {
@@ -994,9 +986,10 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& in, ReduceShape s, dou
 
 // One block of eight rows of Note [Column variance about a shift]: for j < w, s1[j] += the sum
 // of d and s2[j] += the sum of d * d over the eight rows, d = q[i][j] - shift[j], both sums in
-// float in a fixed tree and then added in double; the next block prefetched meanwhile (Note
-// [Next rows into L2]).
-void shifted_block_sums(const float* const* q, const float* shift, int64_t w, double* s1, double* s2, NextRows& ahead) {
+// float in a fixed tree and then added in double; the next block (its first row at next, rows
+// as far apart as q[0] and q[1]) prefetched meanwhile (Note [Next rows into L2]).
+void shifted_block_sums(const float* const* q, const float* shift, int64_t w, double* s1, double* s2,
+                        const float* next) {
   const float *q0 = q[0], *q1 = q[1], *q2 = q[2], *q3 = q[3], *q4 = q[4], *q5 = q[5], *q6 = q[6], *q7 = q[7];
   const auto eight = [&](int64_t j) {
     const float k = shift[j];
@@ -1007,12 +1000,7 @@ void shifted_block_sums(const float* const* q, const float* shift, int64_t w, do
     s1[j] += static_cast<double>(bd);
     s2[j] += static_cast<double>(bq);
   };
-  int64_t j0 = 0;
-  for (; j0 + 16 <= w; j0 += 16) {
-    ahead.step();
-    for (int64_t j = j0; j < j0 + 16; ++j) eight(j);
-  }
-  for (int64_t j = j0; j < w; ++j) eight(j);
+  NextRows(next, q[1] - q[0], w, sizeof(float)).for_columns(w, 16, eight);
 }
 
 void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceShape s, int64_t correction) {
@@ -1071,7 +1059,7 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
               float_run_shifted_sums(p, s.len, c, &s1, &s2);
               const double mu = static_cast<double>(c) + s1 / n;
               if (s1 * s1 > 0.75 * n * s2) {
-                put(o, mu, sqdev_about_mean(p, s.len, mu, nullptr));  // a far shift: about the mean
+                put(o, mu, sqdev_about_mean(p, s.len, mu));  // a far shift: about the mean
               } else {
                 const double m2 = s2 - s1 * (s1 / n);
                 put(o, mu, m2 < 0 ? 0.0 : m2);
@@ -1150,8 +1138,7 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
               for (; r + 8 <= r1; r += 8) {
                 const float* q[8];
                 for (int i = 0; i < 8; ++i) q[i] = base + (r + i) * s.inner;
-                NextRows ahead(r + 16 <= r1 ? base + (r + 8) * s.inner : nullptr, s.inner, w, sizeof(float));
-                shifted_block_sums(q, shift, w, s1, s2, ahead);
+                shifted_block_sums(q, shift, w, s1, s2, r + 16 <= r1 ? base + (r + 8) * s.inner : nullptr);
               }
               for (; r < r1; ++r) {  // the last rows, fewer than 8
                 const float* row = base + r * s.inner;
