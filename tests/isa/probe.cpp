@@ -39,6 +39,9 @@ int print_bits() {
   // (softmax is left out: its exp is Sleef's at the AVX levels and libm's at the baseline.)
   std::cout << "sum " << hash_bits(y.sum(1)) << " sum0 " << hash_bits(y.sum(0)) << " var "
             << hash_bits(y.var({1})) << " var0 " << hash_bits((y + 100).var({0})) << "\n";
+  // Column tiles with several row chunks and a narrow last column block, merged in order.
+  ember::Tensor z = ember::randn({2100, 2100}) + 100;
+  std::cout << "var0 tiles " << hash_bits(z.var({0})) << " sum0 tiles " << hash_bits(z.sum(0)) << "\n";
   // The few-tap weight gradient (Note [Few-tap convolutions]): 7 channels and 9 taps leave
   // remainders in every block shape; the same lanes at every level.
   ember::Tensor cx = ember::randn({3, 1, 13, 11}), cw = ember::randn({7, 1, 3, 3}).requires_grad_();

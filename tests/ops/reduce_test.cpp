@@ -59,10 +59,11 @@ TEST(Reduce, VarianceCorrectionAndStd) {
 // Note [Column variance about a shift]: float32 variance over a non-last dim, on data
 // whose mean is 10^4 times its spread (where a one-pass sum of squares loses every digit),
 // with row counts that leave short blocks and several row tiles, equals the float64
-// two-pass variance of the same values to float32 rounding; var_mean's mean too.
+// two-pass variance of the same values to float32 rounding; var_mean's mean too. 2500x2100
+// has two column tiles (2048 and 52 columns) by three row tiles (1024, 1024 and 452 rows).
 TEST(Reduce, ColumnVarianceOfFloat32AgainstFloat64) {
   for (const std::vector<int64_t>& shape :
-       std::vector<std::vector<int64_t>>{{3001, 300}, {13, 5000}, {7, 3}, {2000, 2, 65}}) {
+       std::vector<std::vector<int64_t>>{{3001, 300}, {13, 5000}, {7, 3}, {2000, 2, 65}, {2500, 2100}}) {
     Tensor x = randn(shape) + 1e4;
     Tensor ref = x.to(kFloat64).var({0}), ref_mean = x.to(kFloat64).mean({0});
     auto [v, m] = x.var_mean({0});
@@ -85,7 +86,8 @@ TEST(Reduce, ColumnVarianceOfFloat32AgainstFloat64) {
 // tile's first eight rows; where that shift lies far from a column's mean (a step at the
 // start of every row tile, a ramp, a first row of outliers), the column is read again about
 // its mean, so the variance stays at float32 rounding of the float64 two-pass value. The
-// row tiles hold 512 rows at 1024 columns; steps every 256 and 1024 rows land on their starts.
+// row tiles hold 1024 rows at 1500 columns; steps every 256, 512 and 1024 rows land on their
+// starts.
 TEST(Reduce, ColumnVarianceWithAFarShift) {
   const int64_t rows = 4096, cols = 1500;
   std::vector<Tensor> inputs;

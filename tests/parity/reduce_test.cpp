@@ -310,6 +310,8 @@ TEST(ReduceDeterminism, BitIdenticalForOneTwoAndThreeThreads) {
   ember::Tensor m = ember::randn({4096, 512});
   ember::Tensor md = ember::randn({1000, 777}, ember::kFloat64);
   ember::Tensor wide = ember::randn({300, 5000});
+  ember::Tensor tiles = ember::randn({2, 2500, 2100});  // 3 row tiles by 2 column tiles, twice
+  ember::Tensor mid = ember::randn({1000, 1000});  // variance tiles shortened to 256 rows
   std::vector<std::function<ember::Tensor()>> ops = {
       [&] { return x.sum(); },
       [&] { return x.sum(1); },
@@ -331,6 +333,10 @@ TEST(ReduceDeterminism, BitIdenticalForOneTwoAndThreeThreads) {
       [&] { return md.var(0); },
       [&] { return wide.sum(0); },
       [&] { return wide.var(0); },
+      [&] { return tiles.var(1); },
+      [&] { return mid.var(0); },
+      [&] { return tiles.sum(1); },
+      [&] { return tiles.amax({1}); },
       [&] { return wide.amax({0}); },
       [&] { return md.sum(0); },
       [&] { return m.mean({0}); },

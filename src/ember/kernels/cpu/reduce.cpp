@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "ember/core/parallel.h"
@@ -37,8 +39,8 @@ constexpr int64_t kAccLanes = 32;
 // 16 KiB) in L1 beside the eight rows streaming through it: with 4096 columns, all of L1 for
 // a sum's doubles, a 4096x4096 float32 sum over dim 0 read 80-92% of the bandwidth measured
 // beside it (bench/README.md) and amax 72-94%, with 2048 91-111% and 89-98%. (float32 var's
-// accumulators take 20 bytes a column, so its tiles are 1024 columns wide: Note [Column
-// variance about a shift].) For parallelism the rows are cut into chunks of a
+// tiles are 2048 columns by at least 1024 rows: Note [Column variance about a shift].) For
+// parallelism the rows are cut into chunks of a
 // fixed number of rows, kTileElems / columns, which depends only on the shape; each (outer,
 // row chunk, column block) tile is one task writing its partial results, and the partials
 // of an output element are combined in chunk order (Note [Deterministic reductions]).
@@ -68,12 +70,16 @@ class NextRows {
   NextRows(const void* next, int64_t stride, int64_t w, int64_t elem)
       : p_(reinterpret_cast<uintptr_t>(next)), row_(p_), stride_(static_cast<uintptr_t>(stride * elem)),
         lines_((w * elem + 63) / 64), seg_(next ? 0 : 8) {}
-  // Runs each(j) for j < w in order, prefetching eight lines per `per_line` columns.
+  // Runs each(j) for j < w in order, prefetching eight lines per `per_line` columns. each(j)
+  // must touch only column j of its outputs, which must not overlap its inputs: the loop is
+  // vectorised without the runtime overlap checks GCC would otherwise add (whose failure path,
+  // one column at a time, it took for the shift of the first block of a variance tile).
   template <typename F>
   void for_columns(int64_t w, int64_t per_line, F each) {
     int64_t j0 = 0;
     for (; j0 + per_line <= w; j0 += per_line) {
       step();
+#pragma GCC ivdep
       for (int64_t j = j0; j < j0 + per_line; ++j) each(j);
     }
     for (int64_t j = j0; j < w; ++j) each(j);
@@ -103,6 +109,18 @@ class NextRows {
 struct ColTiles {
   int64_t cols, col_blocks, rows, chunks;
 };
+
+// A tile of a column reduction: rows [r0, r1) of columns [c0, c0 + w) at outer index o.
+// Passed to each tile as the tile of the task after it (w == 0: none), whose first block of
+// rows the tile's last block prefetches (Note [Next rows into L2]).
+struct TileAt {
+  int64_t o = 0, r0 = 0, r1 = 0, c0 = 0, w = 0;
+  // The tile's first element in x (shape s), or nullptr where there is no tile.
+  template <typename T>
+  const T* start(const T* x, ReduceShape s) const {
+    return w > 0 ? x + (o * s.len + r0) * s.inner + c0 : nullptr;
+  }
+};
 ColTiles col_tiles(ReduceShape s, int64_t tile_elems, int64_t max_cols) {
   ColTiles t;
   t.cols = std::min(s.inner, max_cols);
@@ -112,26 +130,41 @@ ColTiles col_tiles(ReduceShape s, int64_t tile_elems, int64_t max_cols) {
   return t;
 }
 
-// Runs tile(o, r0, r1, c0, w, part) for every tile of s (s.len > 0, s.inner > 1), where
-// part points at the partials of columns [c0, c0 + w) of row chunk r0 / rows, then
-// finish(k, partials, chunks, stride) for every output k = o * inner + i, with its partials
-// at partials[c * stride], c < chunks.
+// Runs tile(here, part, next) for every tile `here` of s (s.len > 0, s.inner > 1), where
+// part points at the partials of its columns [c0, c0 + w) in row chunk r0 / rows and next is
+// the tile of the following task (likely run next by the same thread: the tasks are split
+// in contiguous runs), then finish(k, n, partials, chunks, stride) for runs of outputs k, k +
+// 1, ..., k + n - 1 (k = o * inner + i, all of one o), where output k + j has its partials at
+// partials[c * stride + j], c < chunks, in tasks of finish_grain outputs.
 template <typename P, typename Tile, typename Finish>
-void col_reduce(ReduceShape s, int64_t tile_elems, Tile tile, Finish finish, int64_t max_cols = kTileCols) {
+void col_reduce(ReduceShape s, int64_t tile_elems, Tile tile, Finish finish, int64_t max_cols = kTileCols,
+                int64_t finish_grain = 4096) {
   const ColTiles t = col_tiles(s, tile_elems, max_cols);
-  std::vector<P> part(static_cast<size_t>(s.outer * t.chunks * s.inner));
-  parallel_for(0, s.outer * t.chunks * t.col_blocks, 1, [&](int64_t b, int64_t e) {
+  const int64_t tasks = s.outer * t.chunks * t.col_blocks;
+  const auto tile_at = [&](int64_t k) {
+    TileAt a;
+    if (k >= tasks) return a;
+    a.o = k / (t.chunks * t.col_blocks);
+    a.r0 = k / t.col_blocks % t.chunks * t.rows;
+    a.r1 = std::min(s.len, a.r0 + t.rows);
+    a.c0 = k % t.col_blocks * t.cols;
+    a.w = std::min(t.cols, s.inner - a.c0);
+    return a;
+  };
+  // Every partial is written by its tile before it is read: no zeroing (P is trivial).
+  static_assert(std::is_trivially_default_constructible_v<P>);
+  const std::unique_ptr<P[]> part(new P[static_cast<size_t>(s.outer * t.chunks * s.inner)]);
+  parallel_for(0, tasks, 1, [&](int64_t b, int64_t e) {
     for (int64_t k = b; k < e; ++k) {
-      const int64_t o = k / (t.chunks * t.col_blocks), c = k / t.col_blocks % t.chunks;
-      const int64_t c0 = k % t.col_blocks * t.cols;
-      const int64_t r0 = c * t.rows, r1 = std::min(s.len, r0 + t.rows);
-      tile(o, r0, r1, c0, std::min(t.cols, s.inner - c0), part.data() + (o * t.chunks + c) * s.inner + c0);
+      const TileAt here = tile_at(k);
+      tile(here, part.get() + (here.o * t.chunks + here.r0 / t.rows) * s.inner + here.c0, tile_at(k + 1));
     }
   });
-  parallel_for(0, s.outer * s.inner, 4096, [&](int64_t b, int64_t e) {
-    for (int64_t k = b; k < e; ++k) {
-      const int64_t o = k / s.inner, i = k % s.inner;
-      finish(k, part.data() + o * t.chunks * s.inner + i, t.chunks, s.inner);
+  parallel_for(0, s.outer * s.inner, finish_grain, [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e;) {
+      const int64_t o = k / s.inner, i = k % s.inner, n = std::min(e - k, s.inner - i);
+      finish(k, n, part.get() + o * t.chunks * s.inner + i, t.chunks, s.inner);
+      k += n;
     }
   });
 }
@@ -230,11 +263,13 @@ void generic_reduce(const Tensor& out, const Tensor& in, ReduceShape s, A init, 
 
 // acc[j] += the sum of column j over the eight rows at row, row + stride, ..., j < w: the
 // eight floats added as a fixed tree in float, the result added in double.
-// next: the following block of eight rows, prefetched meanwhile (Note [Next rows into L2]).
-void add_eight_rows(const float* row, int64_t stride, int64_t w, double* __restrict acc, const float* next) {
+// next: the following block of eight rows, next_w columns wide, prefetched meanwhile (Note
+// [Next rows into L2]).
+void add_eight_rows(const float* row, int64_t stride, int64_t w, double* __restrict acc, const float* next,
+                    int64_t next_w) {
   const float *r0 = row, *r1 = r0 + stride, *r2 = r1 + stride, *r3 = r2 + stride;
   const float *r4 = r3 + stride, *r5 = r4 + stride, *r6 = r5 + stride, *r7 = r6 + stride;
-  NextRows(next, stride, w, sizeof(float)).for_columns(w, 16, [&](int64_t j) {
+  NextRows(next, stride, next_w, sizeof(float)).for_columns(w, 16, [&](int64_t j) {
     const float t = ((r0[j] + r1[j]) + (r2[j] + r3[j])) + ((r4[j] + r5[j]) + (r6[j] + r7[j]));
     acc[j] += static_cast<double>(t);
   });
@@ -273,15 +308,19 @@ void sum_reduce(const Tensor& out, const Tensor& in, ReduceShape s) {
   // Column sums (Note [Column tiles]); float adds blocks of 8 rows in float, then in double.
   col_reduce<A>(
       s, kTileElems,
-      [&](int64_t o, int64_t r0, int64_t r1, int64_t c0, int64_t w, A* acc) {
+      [&](const TileAt& here, A* acc, const TileAt& next) {
+        const auto [o, r0, r1, c0, w] = here;
         const T* base = x + o * s.len * s.inner + c0;
         for (int64_t j = 0; j < w; ++j) acc[j] = A(0);
         int64_t r = r0;
         if constexpr (std::is_same_v<T, float> && std::is_same_v<A, double>) {
           // Whole rows, eight at a time (Note [Eight rows per pass]): each column's eight
-          // values are added in float, then into the double accumulator.
+          // values are added in float, then into the double accumulator; the last block
+          // prefetches the next tile's first.
           for (; r + 8 <= r1; r += 8) {
-            add_eight_rows(base + r * s.inner, s.inner, w, acc, r + 16 <= r1 ? base + (r + 8) * s.inner : nullptr);
+            const bool more = r + 16 <= r1;
+            add_eight_rows(base + r * s.inner, s.inner, w, acc, more ? base + (r + 8) * s.inner : next.start(x, s),
+                           more ? w : next.w);
           }
         }
         for (; r < r1; ++r) {
@@ -289,10 +328,12 @@ void sum_reduce(const Tensor& out, const Tensor& in, ReduceShape s) {
           for (int64_t j = 0; j < w; ++j) acc[j] = wrapping_add(acc[j], static_cast<A>(static_cast<acc_t<T>>(row[j])));
         }
       },
-      [&](int64_t k, const A* part, int64_t chunks, int64_t stride) {
-        A acc = part[0];
-        for (int64_t c = 1; c < chunks; ++c) acc = wrapping_add(acc, part[c * stride]);
-        y[k] = static_cast<O>(acc);
+      [&](int64_t k, int64_t n, const A* part, int64_t chunks, int64_t stride) {
+        for (int64_t j = 0; j < n; ++j) {
+          A acc = part[j];
+          for (int64_t c = 1; c < chunks; ++c) acc = wrapping_add(acc, part[c * stride + j]);
+          y[k + j] = static_cast<O>(acc);
+        }
       });
 }
 
@@ -333,8 +374,10 @@ T extreme_run(const T* p, int64_t n) {
 // of eight rows makes the column's running value NaN, which the NaN-skipping pick then keeps
 // (`b > NaN` is false), so no second array records NaNs: the tile's only array is its
 // running values (half the memory traffic of a value array and a NaN-flag array).
+// after: the next tile's first row (nullptr: none), after_w columns wide, whose first eight
+// rows the last block prefetches (Note [Next rows into L2]).
 template <bool kMax, typename T>
-void extreme_cols(const T* p, int64_t rows, int64_t stride, int64_t w, T* out) {
+void extreme_cols(const T* p, int64_t rows, int64_t stride, int64_t w, T* out, const T* after, int64_t after_w) {
   constexpr T kInit = kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
   constexpr T kNaN = std::numeric_limits<T>::quiet_NaN();
   for (int64_t j = 0; j < w; ++j) out[j] = kInit;
@@ -352,7 +395,9 @@ void extreme_cols(const T* p, int64_t rows, int64_t stride, int64_t w, T* out) {
       out[j] = nan ? kNaN : a;
     };
     // Note [Next rows into L2].
-    NextRows(r + 16 <= rows ? r0 + 8 * stride : nullptr, stride, w, sizeof(T)).for_columns(w, 64 / sizeof(T), eight);
+    const bool more = r + 16 <= rows;
+    NextRows(more ? r0 + 8 * stride : after, stride, more ? w : after_w, sizeof(T))
+        .for_columns(w, 64 / sizeof(T), eight);
   }
   for (; r < rows; ++r) {
     const T* row = p + r * stride;
@@ -399,13 +444,15 @@ void extreme_reduce(const Tensor& out, const Tensor& in, ReduceShape s) {
   }
   col_reduce<T>(
       s, kTileElems,
-      [&](int64_t o, int64_t r0, int64_t r1, int64_t c0, int64_t w, T* part) {
-        extreme_cols<kMax>(x + (o * s.len + r0) * s.inner + c0, r1 - r0, s.inner, w, part);
+      [&](const TileAt& here, T* part, const TileAt& next) {
+        extreme_cols<kMax>(here.start(x, s), here.r1 - here.r0, s.inner, here.w, part, next.start(x, s), next.w);
       },
-      [&](int64_t k, const T* part, int64_t chunks, int64_t stride) {
-        T acc = part[0];
-        for (int64_t c = 1; c < chunks; ++c) acc = pick(acc, part[c * stride]);
-        y[k] = acc;
+      [&](int64_t k, int64_t n, const T* part, int64_t chunks, int64_t stride) {
+        for (int64_t j = 0; j < n; ++j) {
+          T acc = part[j];
+          for (int64_t c = 1; c < chunks; ++c) acc = pick(acc, part[c * stride + j]);
+          y[k + j] = acc;
+        }
       });
 }
 
@@ -987,9 +1034,10 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& in, ReduceShape s, dou
 // One block of eight rows of Note [Column variance about a shift]: for j < w, s1[j] += the sum
 // of d and s2[j] += the sum of d * d over the eight rows, d = q[i][j] - shift[j], both sums in
 // float in a fixed tree and then added in double; the next block (its first row at next, rows
-// as far apart as q[0] and q[1]) prefetched meanwhile (Note [Next rows into L2]).
+// as far apart as q[0] and q[1], next_w columns wide) prefetched meanwhile (Note [Next rows
+// into L2]).
 void shifted_block_sums(const float* const* q, const float* shift, int64_t w, double* s1, double* s2,
-                        const float* next) {
+                        const float* next, int64_t next_w) {
   const float *q0 = q[0], *q1 = q[1], *q2 = q[2], *q3 = q[3], *q4 = q[4], *q5 = q[5], *q6 = q[6], *q7 = q[7];
   const auto eight = [&](int64_t j) {
     const float k = shift[j];
@@ -1000,7 +1048,28 @@ void shifted_block_sums(const float* const* q, const float* shift, int64_t w, do
     s1[j] += static_cast<double>(bd);
     s2[j] += static_cast<double>(bq);
   };
-  NextRows(next, q[1] - q[0], w, sizeof(float)).for_columns(w, 16, eight);
+  NextRows(next, q[1] - q[0], next_w, sizeof(float)).for_columns(w, 16, eight);
+}
+
+// The first block of eight rows of a tile in Note [Column variance about a shift]: shift[j] =
+// the mean of the eight values of column j (each scaled by 1/8 first, exactly, so that the
+// sum cannot overflow), then s1[j] and s2[j] = the sums of d and d * d about it, as
+// shifted_block_sums, in the same pass.
+void first_block_sums(const float* const* q, float* shift, int64_t w, double* s1, double* s2, const float* next,
+                      int64_t next_w) {
+  const float *q0 = q[0], *q1 = q[1], *q2 = q[2], *q3 = q[3], *q4 = q[4], *q5 = q[5], *q6 = q[6], *q7 = q[7];
+  const auto eight = [&](int64_t j) {
+    const float v0 = q0[j], v1 = q1[j], v2 = q2[j], v3 = q3[j], v4 = q4[j], v5 = q5[j], v6 = q6[j], v7 = q7[j];
+    constexpr float e = 0.125f;
+    const float k = ((v0 * e + v1 * e) + (v2 * e + v3 * e)) + ((v4 * e + v5 * e) + (v6 * e + v7 * e));
+    const float d0 = v0 - k, d1 = v1 - k, d2 = v2 - k, d3 = v3 - k, d4 = v4 - k, d5 = v5 - k, d6 = v6 - k, d7 = v7 - k;
+    const float bd = ((d0 + d1) + (d2 + d3)) + ((d4 + d5) + (d6 + d7));
+    const float bq = ((d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)) + ((d4 * d4 + d5 * d5) + (d6 * d6 + d7 * d7));
+    shift[j] = k;
+    s1[j] = static_cast<double>(bd);
+    s2[j] = static_cast<double>(bq);
+  };
+  NextRows(next, q[1] - q[0], next_w, sizeof(float)).for_columns(w, 16, eight);
 }
 
 void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceShape s, int64_t correction) {
@@ -1075,25 +1144,44 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
       // Columns (Note [Column tiles]): each tile's mean and squared deviations, then the
       // tiles of a column merged in chunk order with Chan et al.'s update, which is exact
       // in exact arithmetic and as stable as two passes.
-      struct Moments {
-        double n, mean, m2;
+      struct Moments {  // of one tile's column
+        double mean, m2;
       };
-      // Chan's update of (n, mean, m2) by a block of nb values with mean mb and squared
-      // deviations m2b.
-      auto merge = [](double& n_a, double& mean_a, double& m2_a, double nb, double mb, double m2b) {
-        const double total = n_a + nb, delta = mb - mean_a;
-        mean_a += delta * (nb / total);
-        m2_a += m2b + delta * delta * (n_a * nb / total);
-        n_a = total;
-      };
-      // A column's tiles merged in chunk order.
-      auto finish = [&](int64_t k, const Moments* part, int64_t chunks, int64_t stride) {
-        Moments a = part[0];
-        for (int64_t c = 1; c < chunks; ++c) {
-          const Moments& b = part[c * stride];
-          merge(a.n, a.mean, a.m2, b.n, b.mean, b.m2);
+      int64_t chunk_rows = 0;  // the rows of each tile (but the last chunk's), set below
+      // Columns k, ..., k + cnt - 1: each column's tiles merged in chunk order by Chan's
+      // update of (n_a, mean, m2) with a tile of nb values, mean mb and squared deviations
+      // m2b: delta = mb - mean, mean += delta * (nb / total), m2 += m2b + delta * delta *
+      // (n_a * nb / total), total = n_a + nb. A chunk has the same rows in every column, so
+      // its two ratios are worked out once for all the columns, and a chunk is merged into a
+      // block of columns at a time, whose updates are independent and vectorise. (A
+      // column's whole chain of merges at a time, two divisions in each, took 60 us of a
+      // 4096x4096 variance over dim 0 that reads its input in 1.2 ms.) Tasks of kMergeGrain
+      // columns.
+      constexpr int64_t kMergeGrain = 512;
+      auto finish = [&](int64_t k, int64_t cnt, const Moments* part, int64_t chunks, int64_t stride) {
+        constexpr int64_t kBlock = 256;
+        double mean[kBlock], m2[kBlock];
+        for (int64_t j0 = 0; j0 < cnt; j0 += kBlock) {
+          const int64_t m = std::min(kBlock, cnt - j0);
+          const Moments* p = part + j0;
+          for (int64_t j = 0; j < m; ++j) {
+            mean[j] = p[j].mean;
+            m2[j] = p[j].m2;
+          }
+          double n_a = static_cast<double>(std::min(s.len, chunk_rows));
+          for (int64_t c = 1; c < chunks; ++c) {
+            const Moments* b = p + c * stride;
+            const double nb = static_cast<double>(std::min(s.len, (c + 1) * chunk_rows) - c * chunk_rows);
+            const double total = n_a + nb, to_mean = nb / total, to_m2 = n_a * nb / total;
+            for (int64_t j = 0; j < m; ++j) {
+              const double delta = b[j].mean - mean[j];
+              mean[j] += delta * to_mean;
+              m2[j] += b[j].m2 + delta * delta * to_m2;
+            }
+            n_a = total;
+          }
+          for (int64_t j = 0; j < m; ++j) put(k + j0 + j, mean[j], m2[j]);
         }
-        put(k, a.mean, a.m2);
       };
       if constexpr (std::is_same_v<T, float>) {
         // Note [Column variance about a shift]: float tiles are read once. Each column's
@@ -1110,35 +1198,72 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
         // before this one took each block's own float mean and joined the blocks to the tile
         // by Chan's update in double: about twice the arithmetic, 7 bytes a cycle on one Zen 4
         // core in L3 against 12 now, and 73-87% of the read bandwidth on two cores (4096x4096)
-        // against 89-106%. With 20 bytes of accumulators a column (the shift in float, the
-        // two sums in double) the tiles are 1024 columns wide, so they stay in L1 beside the
-        // eight rows. (Doing the eight subtractions as fma(v, 1, -shift), the same bits on the
-        // multiply pipes, to balance Zen 4's add and multiply pipes, measured no faster.)
-        constexpr int64_t kShiftTileCols = 1024;
+        // against 89-106%.
+        //
+        // The tiles are 2048 columns wide and at least 1024 rows tall. Each tile costs more
+        // than its reads: its first block also works out the shift, its end divides each
+        // column's sums and writes 16 bytes of partials a column (read again by the merge),
+        // and the tile before it on the thread prefetches its first rows. At 1024 columns by
+        // 512 rows (the tiles before, whose 20 bytes of accumulators a column stay in L1) a
+        // 4096x4096 variance over dim 0 read 65-74% of a two-thread AVX-512 read of the same
+        // size measured in the same process, when that read ran at 53-61 GB/s, against 74-83%
+        // for the column sum; at 2048 by 1024 it read 76-80%, and 4096 columns by 1024 rows
+        // or more read as much (78-83%) with half the tiles. (Doing the eight subtractions
+        // as fma(v, 1, -shift), the same bits on the multiply pipes, to balance Zen 4's add
+        // and multiply pipes, measured no faster.)
+        // Smaller inputs, which would make fewer than kMinTiles tiles of 1024 rows, get
+        // shorter tiles (halved, down to 64 rows), so that the threads have tiles to share:
+        // a 1024x2048 variance over dim 0 in one tile took 1.8x as long as in four, and
+        // 1000x1000 in one 1.8x as long as in two tiles of 520 rows (the tile shape depends
+        // on the input's shape only, not on the thread count). With at least eight tiles
+        // 1000x1000 took 14% longer than with the tiles before, with four 4% (in the noise).
+        constexpr int64_t kShiftTileCols = 2048, kShiftTileRows = 1024, kMinTiles = 4;
+        struct Scratch {
+          float shift[kShiftTileCols];
+          double s1[kShiftTileCols], s2[kShiftTileCols];
+          uint8_t far[kShiftTileCols];
+        };
+        const int64_t cols = std::min(s.inner, kShiftTileCols), col_blocks = (s.inner + cols - 1) / cols;
+        int64_t tile_rows = std::max(kShiftTileRows, kTileElems / cols);
+        while (tile_rows > 64 && s.outer * col_blocks * ((s.len + tile_rows - 1) / tile_rows) < kMinTiles) {
+          tile_rows /= 2;
+        }
+        const int64_t te = tile_rows * cols;
+        chunk_rows = col_tiles(s, te, kShiftTileCols).rows;
         col_reduce<Moments>(
-            s, kTileElems,
-            [&](int64_t o, int64_t r0, int64_t r1, int64_t c0, int64_t w, Moments* part) {
+            s, te,
+            [&](const TileAt& here, Moments* part, const TileAt& next) {
+              const auto [o, r0, r1, c0, w] = here;
               const float* base = x + o * s.len * s.inner + c0;
-              const int64_t first = std::min<int64_t>(8, r1 - r0);
-              float shift[kShiftTileCols];
-              double s1[kShiftTileCols], s2[kShiftTileCols];
-              {
+              // Each thread's scratch (42 KiB), kept: a fresh block for each tile came back
+              // from the allocator as fresh pages to fault in.
+              thread_local std::unique_ptr<Scratch> scratch;
+              if (!scratch) scratch.reset(new Scratch);
+              float* shift = scratch->shift;
+              double *s1 = scratch->s1, *s2 = scratch->s2;
+              int64_t r = r0;
+              if (r1 - r0 < 8) {  // the shift from the tile's few rows
                 const float* row = base + r0 * s.inner;
                 for (int64_t j = 0; j < w; ++j) shift[j] = row[j];
-                for (int64_t q = 1; q < first; ++q) {
+                for (int64_t q = 1; q < r1 - r0; ++q) {
                   for (int64_t j = 0; j < w; ++j) shift[j] += row[q * s.inner + j];
                 }
-                const float inv = 1.0f / static_cast<float>(first);
+                const float inv = 1.0f / static_cast<float>(r1 - r0);
                 for (int64_t j = 0; j < w; ++j) {
                   shift[j] *= inv;
                   s1[j] = s2[j] = 0;
                 }
               }
-              int64_t r = r0;
               for (; r + 8 <= r1; r += 8) {
                 const float* q[8];
                 for (int i = 0; i < 8; ++i) q[i] = base + (r + i) * s.inner;
-                shifted_block_sums(q, shift, w, s1, s2, r + 16 <= r1 ? base + (r + 8) * s.inner : nullptr);
+                const bool more = r + 16 <= r1;  // else the next tile's first block
+                const float* ahead = more ? base + (r + 8) * s.inner : next.start(x, s);
+                if (r == r0) {
+                  first_block_sums(q, shift, w, s1, s2, ahead, more ? w : next.w);
+                } else {
+                  shifted_block_sums(q, shift, w, s1, s2, ahead, more ? w : next.w);
+                }
               }
               for (; r < r1; ++r) {  // the last rows, fewer than 8
                 const float* row = base + r * s.inner;
@@ -1152,7 +1277,7 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
               // branches so that it vectorises (with the far-shift test inside, its divisions
               // ran one at a time, a tenth of the tile's time); then the far columns.
               const double n_a = static_cast<double>(r1 - r0);
-              uint8_t far[kShiftTileCols];
+              uint8_t* far = scratch->far;
               int64_t any_far = 0;
               for (int64_t j = 0; j < w; ++j) {
                 const double a = s1[j], b = s2[j];
@@ -1176,14 +1301,16 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
                 s2[j] = e2 - e1 * e1 / n_a;
                 --any_far;
               }
-              for (int64_t j = 0; j < w; ++j) part[j] = Moments{n_a, s1[j], s2[j] < 0 ? 0.0 : s2[j]};
+              for (int64_t j = 0; j < w; ++j) part[j] = Moments{s1[j], s2[j] < 0 ? 0.0 : s2[j]};
             },
-            finish, kShiftTileCols);
+            finish, kShiftTileCols, kMergeGrain);
         return;
       }
+      chunk_rows = col_tiles(s, kTileElems / 4, kTileCols).rows;
       col_reduce<Moments>(
           s, kTileElems / 4,
-          [&](int64_t o, int64_t r0, int64_t r1, int64_t c0, int64_t w, Moments* part) {
+          [&](const TileAt& here, Moments* part, const TileAt&) {
+            const auto [o, r0, r1, c0, w] = here;
             const T* base = x + o * s.len * s.inner + c0;
             double acc[kTileCols];
             for (int64_t j = 0; j < w; ++j) acc[j] = 0;
@@ -1191,7 +1318,7 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
               const T* row = base + r * s.inner;
               for (int64_t j = 0; j < w; ++j) acc[j] += static_cast<double>(row[j]);
             }
-            // The means in an array of their own: read through the 24-byte Moments they
+            // The means in an array of their own: read through the 16-byte Moments they
             // would be a strided gather in the second pass, which then does not vectorise.
             const double rows = static_cast<double>(r1 - r0);
             double mu[kTileCols];
@@ -1204,9 +1331,9 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
                 acc[j] += d * d;
               }
             }
-            for (int64_t j = 0; j < w; ++j) part[j] = Moments{rows, mu[j], acc[j]};
+            for (int64_t j = 0; j < w; ++j) part[j] = Moments{mu[j], acc[j]};
           },
-          finish);
+          finish, kTileCols, kMergeGrain);
       return;
     }
     const int64_t grain = std::max<int64_t>(1, kChunk / std::max<int64_t>(1, s.len));
