@@ -1035,39 +1035,33 @@ void reduce(ReduceOp op, const Tensor& out, const Tensor& in, ReduceShape s, dou
 // of d and s2[j] += the sum of d * d over the eight rows, d = q[i][j] - shift[j], both sums in
 // float in a fixed tree and then added in double; the next block (its first row at next, rows
 // as far apart as q[0] and q[1], next_w columns wide) prefetched meanwhile (Note [Next rows
-// into L2]).
-void shifted_block_sums(const float* const* q, const float* shift, int64_t w, double* s1, double* s2,
-                        const float* next, int64_t next_w) {
-  const float *q0 = q[0], *q1 = q[1], *q2 = q[2], *q3 = q[3], *q4 = q[4], *q5 = q[5], *q6 = q[6], *q7 = q[7];
-  const auto eight = [&](int64_t j) {
-    const float k = shift[j];
-    const float d0 = q0[j] - k, d1 = q1[j] - k, d2 = q2[j] - k, d3 = q3[j] - k;
-    const float d4 = q4[j] - k, d5 = q5[j] - k, d6 = q6[j] - k, d7 = q7[j] - k;
-    const float bd = ((d0 + d1) + (d2 + d3)) + ((d4 + d5) + (d6 + d7));
-    const float bq = ((d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)) + ((d4 * d4 + d5 * d5) + (d6 * d6 + d7 * d7));
-    s1[j] += static_cast<double>(bd);
-    s2[j] += static_cast<double>(bq);
-  };
-  NextRows(next, q[1] - q[0], next_w, sizeof(float)).for_columns(w, 16, eight);
-}
-
-// The first block of eight rows of a tile in Note [Column variance about a shift]: shift[j] =
-// the mean of the eight values of column j (each scaled by 1/8 first, exactly, so that the
-// sum cannot overflow), then s1[j] and s2[j] = the sums of d and d * d about it, as
-// shifted_block_sums, in the same pass.
-void first_block_sums(const float* const* q, float* shift, int64_t w, double* s1, double* s2, const float* next,
-                      int64_t next_w) {
+// into L2]). kFirst: the tile's first block, which first sets shift[j] to the mean of the
+// column's eight values (each scaled by 1/8 first, exactly, so that the sum cannot overflow)
+// and then sets s1[j] and s2[j] instead of adding to them.
+template <bool kFirst>
+void shifted_block_sums(const float* const* q, float* shift, int64_t w, double* s1, double* s2, const float* next,
+                        int64_t next_w) {
   const float *q0 = q[0], *q1 = q[1], *q2 = q[2], *q3 = q[3], *q4 = q[4], *q5 = q[5], *q6 = q[6], *q7 = q[7];
   const auto eight = [&](int64_t j) {
     const float v0 = q0[j], v1 = q1[j], v2 = q2[j], v3 = q3[j], v4 = q4[j], v5 = q5[j], v6 = q6[j], v7 = q7[j];
-    constexpr float e = 0.125f;
-    const float k = ((v0 * e + v1 * e) + (v2 * e + v3 * e)) + ((v4 * e + v5 * e) + (v6 * e + v7 * e));
+    float k;
+    if constexpr (kFirst) {
+      constexpr float e = 0.125f;
+      k = ((v0 * e + v1 * e) + (v2 * e + v3 * e)) + ((v4 * e + v5 * e) + (v6 * e + v7 * e));
+      shift[j] = k;
+    } else {
+      k = shift[j];
+    }
     const float d0 = v0 - k, d1 = v1 - k, d2 = v2 - k, d3 = v3 - k, d4 = v4 - k, d5 = v5 - k, d6 = v6 - k, d7 = v7 - k;
     const float bd = ((d0 + d1) + (d2 + d3)) + ((d4 + d5) + (d6 + d7));
     const float bq = ((d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3)) + ((d4 * d4 + d5 * d5) + (d6 * d6 + d7 * d7));
-    shift[j] = k;
-    s1[j] = static_cast<double>(bd);
-    s2[j] = static_cast<double>(bq);
+    if constexpr (kFirst) {
+      s1[j] = static_cast<double>(bd);
+      s2[j] = static_cast<double>(bq);
+    } else {
+      s1[j] += static_cast<double>(bd);
+      s2[j] += static_cast<double>(bq);
+    }
   };
   NextRows(next, q[1] - q[0], next_w, sizeof(float)).for_columns(w, 16, eight);
 }
@@ -1260,9 +1254,9 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
                 const bool more = r + 16 <= r1;  // else the next tile's first block
                 const float* ahead = more ? base + (r + 8) * s.inner : next.start(x, s);
                 if (r == r0) {
-                  first_block_sums(q, shift, w, s1, s2, ahead, more ? w : next.w);
+                  shifted_block_sums<true>(q, shift, w, s1, s2, ahead, more ? w : next.w);
                 } else {
-                  shifted_block_sums(q, shift, w, s1, s2, ahead, more ? w : next.w);
+                  shifted_block_sums<false>(q, shift, w, s1, s2, ahead, more ? w : next.w);
                 }
               }
               for (; r < r1; ++r) {  // the last rows, fewer than 8
