@@ -133,9 +133,10 @@ ColTiles col_tiles(ReduceShape s, int64_t tile_elems, int64_t max_cols) {
 // Runs tile(here, part, next) for every tile `here` of s (s.len > 0, s.inner > 1), where
 // part points at the partials of its columns [c0, c0 + w) in row chunk r0 / rows and next is
 // the tile of the following task (likely run next by the same thread: the tasks are split
-// in contiguous runs), then finish(k, n, partials, chunks, stride) for runs of outputs k, k +
-// 1, ..., k + n - 1 (k = o * inner + i, all of one o), where output k + j has its partials at
-// partials[c * stride + j], c < chunks, in tasks of finish_grain outputs.
+// in contiguous runs), then finish(k, n, partials, chunks, stride, rows) for runs of outputs k,
+// k + 1, ..., k + n - 1 (k = o * inner + i, all of one o), where output k + j has its partials
+// at partials[c * stride + j], c < chunks, each chunk of `rows` rows but the last, in tasks of
+// finish_grain outputs.
 template <typename P, typename Tile, typename Finish>
 void col_reduce(ReduceShape s, int64_t tile_elems, Tile tile, Finish finish, int64_t max_cols = kTileCols,
                 int64_t finish_grain = 4096) {
@@ -163,7 +164,7 @@ void col_reduce(ReduceShape s, int64_t tile_elems, Tile tile, Finish finish, int
   parallel_for(0, s.outer * s.inner, finish_grain, [&](int64_t b, int64_t e) {
     for (int64_t k = b; k < e;) {
       const int64_t o = k / s.inner, i = k % s.inner, n = std::min(e - k, s.inner - i);
-      finish(k, n, part.get() + o * t.chunks * s.inner + i, t.chunks, s.inner);
+      finish(k, n, part.get() + o * t.chunks * s.inner + i, t.chunks, s.inner, t.rows);
       k += n;
     }
   });
@@ -328,7 +329,7 @@ void sum_reduce(const Tensor& out, const Tensor& in, ReduceShape s) {
           for (int64_t j = 0; j < w; ++j) acc[j] = wrapping_add(acc[j], static_cast<A>(static_cast<acc_t<T>>(row[j])));
         }
       },
-      [&](int64_t k, int64_t n, const A* part, int64_t chunks, int64_t stride) {
+      [&](int64_t k, int64_t n, const A* part, int64_t chunks, int64_t stride, int64_t) {
         for (int64_t j = 0; j < n; ++j) {
           A acc = part[j];
           for (int64_t c = 1; c < chunks; ++c) acc = wrapping_add(acc, part[c * stride + j]);
@@ -447,7 +448,7 @@ void extreme_reduce(const Tensor& out, const Tensor& in, ReduceShape s) {
       [&](const TileAt& here, T* part, const TileAt& next) {
         extreme_cols<kMax>(here.start(x, s), here.r1 - here.r0, s.inner, here.w, part, next.start(x, s), next.w);
       },
-      [&](int64_t k, int64_t n, const T* part, int64_t chunks, int64_t stride) {
+      [&](int64_t k, int64_t n, const T* part, int64_t chunks, int64_t stride, int64_t) {
         for (int64_t j = 0; j < n; ++j) {
           T acc = part[j];
           for (int64_t c = 1; c < chunks; ++c) acc = pick(acc, part[c * stride + j]);
@@ -1141,7 +1142,6 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
       struct Moments {  // of one tile's column
         double mean, m2;
       };
-      int64_t chunk_rows = 0;  // the rows of each tile (but the last chunk's), set below
       // Columns k, ..., k + cnt - 1: each column's tiles merged in chunk order by Chan's
       // update of (n_a, mean, m2) with a tile of nb values, mean mb and squared deviations
       // m2b: delta = mb - mean, mean += delta * (nb / total), m2 += m2b + delta * delta *
@@ -1152,7 +1152,8 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
       // 4096x4096 variance over dim 0 that reads its input in 1.2 ms.) Tasks of kMergeGrain
       // columns.
       constexpr int64_t kMergeGrain = 512;
-      auto finish = [&](int64_t k, int64_t cnt, const Moments* part, int64_t chunks, int64_t stride) {
+      auto finish = [&](int64_t k, int64_t cnt, const Moments* part, int64_t chunks, int64_t stride,
+                        int64_t chunk_rows) {
         constexpr int64_t kBlock = 256;
         double mean[kBlock], m2[kBlock];
         for (int64_t j0 = 0; j0 < cnt; j0 += kBlock) {
@@ -1217,13 +1218,12 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
           double s1[kShiftTileCols], s2[kShiftTileCols];
           uint8_t far[kShiftTileCols];
         };
-        const int64_t cols = std::min(s.inner, kShiftTileCols), col_blocks = (s.inner + cols - 1) / cols;
-        int64_t tile_rows = std::max(kShiftTileRows, kTileElems / cols);
-        while (tile_rows > 64 && s.outer * col_blocks * ((s.len + tile_rows - 1) / tile_rows) < kMinTiles) {
-          tile_rows /= 2;
+        const int64_t cols = std::min(s.inner, kShiftTileCols);
+        int64_t te = std::max(kShiftTileRows, kTileElems / cols) * cols;
+        for (ColTiles t = col_tiles(s, te, cols); t.rows > 64 && s.outer * t.chunks * t.col_blocks < kMinTiles;
+             t = col_tiles(s, te, cols)) {
+          te /= 2;
         }
-        const int64_t te = tile_rows * cols;
-        chunk_rows = col_tiles(s, te, kShiftTileCols).rows;
         col_reduce<Moments>(
             s, te,
             [&](const TileAt& here, Moments* part, const TileAt& next) {
@@ -1300,7 +1300,6 @@ void var_mean(const Tensor& var, const Tensor& mean, const Tensor& in, ReduceSha
             finish, kShiftTileCols, kMergeGrain);
         return;
       }
-      chunk_rows = col_tiles(s, kTileElems / 4, kTileCols).rows;
       col_reduce<Moments>(
           s, kTileElems / 4,
           [&](const TileAt& here, Moments* part, const TileAt&) {
