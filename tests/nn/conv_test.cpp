@@ -189,6 +189,147 @@ TEST(SequentialPoolBeforeRelu, ConvNetTrainsWithTheSameBits) {
   ExpectSameBits(net->forward(x), InOrder(*net, x), "no_grad output");
 }
 
+// Small integers (many equal outputs, so pooling windows with ties), a NaN in one image.
+Tensor TieHeavy(IntArrayRef shape, uint64_t seed, bool nan) {
+  manual_seed(seed);
+  std::vector<double> v = randint(-2, 3, shape).to(kFloat64).to_vector<double>();
+  if (nan) v[v.size() / 3] = std::numeric_limits<double>::quiet_NaN();
+  return tensor(v, TensorOptions(kFloat64)).reshape(shape).to(kFloat32);
+}
+
+// The name of the node that produced grad_fn's first input.
+std::string FirstInputNode(const Tensor& y) {
+  const auto next = y.grad_fn()->next_functions();
+  return next.empty() || !next[0].first ? "" : next[0].first->name();
+}
+
+// Note [Convolution, then a max-pool]: a Conv2d whose output only a 2x2 / stride-2 MaxPool2d
+// reads runs with the pool as one op (few-tap kernels or oneDNN), with the same bits as the
+// modules one after another: output, input gradient, weight and bias gradients; without
+// the full-size convolution output ever being allocated.
+TEST(SequentialConvThenPool, SameBitsAsTheModulesInOrder) {
+  struct Case {
+    Conv2dOptions conv;
+    std::vector<int64_t> input;
+    bool relu;
+    const char* what;
+  };
+  const std::vector<Case> cases = {
+      {Conv2dOptions(1, 32, 3).padding(1), {6, 1, 28, 28}, true, "1->32 (few taps), the main job's first layer"},
+      {Conv2dOptions(3, 8, 3).padding(1).bias(false), {4, 3, 11, 13}, true, "3->8 (few taps), no bias, odd sizes"},
+      {Conv2dOptions(2, 5, 3).stride(2), {3, 2, 12, 12}, false, "2->5 (few taps), stride 2, no ReLU"},
+      {Conv2dOptions(32, 64, 3).padding(1), {5, 32, 14, 14}, true, "32->64 (oneDNN Winograd), 5 chunks of 1"},
+      {Conv2dOptions(16, 32, 3).stride(2), {9, 16, 19, 19}, true, "16->32 (oneDNN direct), odd output 9x9"},
+      {Conv2dOptions(16, 16, 1), {3, 16, 6, 6}, false, "1x1 16->16 (oneDNN, also few taps)"},
+  };
+  for (const Case& c : cases) {
+    for (bool input_grad : {true, false}) {
+      SCOPED_TRACE(std::string(c.what) + (input_grad ? ", input gradient" : ", no input gradient"));
+      manual_seed(7);
+      Sequential net = c.relu ? Sequential(Conv2d(c.conv), ReLU(), MaxPool2d(MaxPool2dOptions(2)))
+                              : Sequential(Conv2d(c.conv), MaxPool2d(MaxPool2dOptions(2)));
+      auto conv = net->ptr<Conv2dImpl>(0);
+      {
+        NoGradGuard ng;
+        conv->weight.copy_(TieHeavy(conv->weight.sizes(), 8, false));
+        if (conv->bias.defined()) conv->bias.copy_(TieHeavy(conv->bias.sizes(), 9, false));
+      }
+      const Tensor base = TieHeavy(c.input, 10, true);
+      Tensor x1 = base.detach().requires_grad_(input_grad), x2 = base.detach().requires_grad_(input_grad);
+      reset_peak_memory_stats();
+      const int64_t before = memory_allocated();
+      Tensor y1 = net->forward(x1);
+      const int64_t peak = memory_stats().peak_allocated_bytes - before;
+      ASSERT_NE(y1.grad_fn(), nullptr);
+      EXPECT_EQ(c.relu ? FirstInputNode(y1) : y1.grad_fn()->name(), "ConvolutionMaxPool2DBackward0");
+      // The pooled output and its window offsets, never the convolution's whole output.
+      const int64_t full = y1.numel() * 4 * static_cast<int64_t>(sizeof(float));
+      EXPECT_LT(peak, full) << "peak " << peak << " bytes";
+      manual_seed(5);
+      const Tensor dy = randn(y1.sizes());
+      y1.backward(dy);
+      std::vector<Tensor> g1 = {conv->weight.grad().clone()};
+      if (conv->bias.defined()) g1.push_back(conv->bias.grad().clone());
+      net->zero_grad();
+      Tensor y2 = InOrder(*net, x2);
+      y2.backward(dy);
+      ExpectSameBits(y1, y2, "output");
+      EXPECT_TRUE(y1.isnan().any().item<bool>());  // the NaN reached the output
+      if (input_grad) ExpectSameBits(x1.grad(), x2.grad(), "input gradient");
+      ExpectSameBits(g1[0], conv->weight.grad(), "weight gradient");
+      if (conv->bias.defined()) ExpectSameBits(g1[1], conv->bias.grad(), "bias gradient");
+      NoGradGuard ng;
+      ExpectSameBits(net->forward(x1), InOrder(*net, x1), "no_grad output");
+    }
+  }
+}
+
+// Gradients of gradients go through the modules' own nodes (the pooled gradient scattered
+// back), and give what the unfused ops give.
+TEST(SequentialConvThenPool, DoubleBackward) {
+  manual_seed(4);
+  Sequential net(Conv2d(Conv2dOptions(1, 4, 3).padding(1)), ReLU(), MaxPool2d(MaxPool2dOptions(2)));
+  Tensor x1 = randn({2, 1, 8, 8}).requires_grad_(true), x2 = x1.detach().requires_grad_(true);
+  auto conv = net->ptr<Conv2dImpl>(0);
+  auto grad_norm = [&](const Tensor& y, const Tensor& x) {
+    const auto g = autograd::grad({y.pow(2).sum()}, {x, conv->weight}, {}, true, true);
+    return g[0].pow(2).sum() + g[1].pow(2).sum();
+  };
+  Tensor y1 = net->forward(x1);
+  EXPECT_EQ(FirstInputNode(y1), "ConvolutionMaxPool2DBackward0");
+  grad_norm(y1, x1).backward();
+  const Tensor w1 = conv->weight.grad().clone(), gx1 = x1.grad().clone();
+  net->zero_grad();
+  grad_norm(InOrder(*net, x2), x2).backward();
+  ExpectSameBits(gx1, x2.grad(), "input gradient of the gradient norm");
+  ExpectSameBits(w1, conv->weight.grad(), "weight gradient of the gradient norm");
+}
+
+// Where the fusion would show, or the kernels do not take the case, Sequential runs the
+// modules as they are.
+TEST(SequentialConvThenPool, LeftAloneWhereItWouldShow) {
+  const Tensor x = randn({2, 3, 8, 8}).requires_grad_(true);
+  auto node_before_relu = [](const Tensor& y) { return FirstInputNode(y); };
+  {  // a hook on the convolution sees its whole output
+    Sequential net(Conv2d(Conv2dOptions(3, 4, 3).padding(1)), ReLU(), MaxPool2d(MaxPool2dOptions(2)));
+    std::vector<int64_t> seen;
+    auto h = net[0]->register_forward_hook([&](Module&, const TensorList&, const TensorList& out) {
+      seen = out[0].sizes().vec();
+      return std::optional<TensorList>();
+    });
+    EXPECT_EQ(node_before_relu(net->forward(x)), "MaxPool2DWithIndicesBackward0");
+    EXPECT_EQ(seen, (I64{2, 4, 8, 8}));
+    h.remove();
+    EXPECT_EQ(node_before_relu(net->forward(x)), "ConvolutionMaxPool2DBackward0");
+  }
+  {  // other pools, and a convolution the kernels do not fuse (im2col + BLAS), keep their order
+    Sequential a(Conv2d(Conv2dOptions(3, 4, 3).padding(1)), ReLU(), MaxPool2d(MaxPool2dOptions(3)));
+    EXPECT_EQ(node_before_relu(a->forward(x)), "MaxPool2DWithIndicesBackward0");
+    Sequential b(Conv2d(Conv2dOptions(3, 4, 3).padding(1)), MaxPool2d(MaxPool2dOptions(2).ceil_mode(true)));
+    EXPECT_EQ(b->forward(x).grad_fn()->name(), "MaxPool2DWithIndicesBackward0");
+    Sequential c(Conv2d(Conv2dOptions(3, 4, 5).padding(2)), ReLU(), MaxPool2d(MaxPool2dOptions(2)));
+    EXPECT_EQ(node_before_relu(c->forward(x)), "MaxPool2DWithIndicesBackward0");  // 75 taps, 3 channels
+    Sequential d(Conv2d(Conv2dOptions(3, 4, 3).padding(1).padding_mode("reflect")), MaxPool2d(MaxPool2dOptions(2)));
+    EXPECT_EQ(d->forward(x).grad_fn()->name(), "MaxPool2DWithIndicesBackward0");
+  }
+  {  // float64 takes the two ops, with the same result
+    Sequential net(Conv2d(Conv2dOptions(3, 4, 3).padding(1)), MaxPool2d(MaxPool2dOptions(2)));
+    net->to(kFloat64);
+    const Tensor xd = x.detach().to(kFloat64);
+    EXPECT_EQ(net->forward(xd.requires_grad_(true)).grad_fn()->name(), "MaxPool2DWithIndicesBackward0");
+  }
+  {  // a traced graph keeps the modules
+    Sequential net(Conv2d(Conv2dOptions(3, 4, 3).padding(1)), ReLU(), MaxPool2d(MaxPool2dOptions(2)));
+    net->eval();
+    const Tensor xi = x.detach();
+    jit::GraphModule g = jit::trace(*net, xi);
+    const std::string text = g.graph().str();
+    EXPECT_NE(text.find("conv2d"), std::string::npos) << text;
+    EXPECT_NE(text.find("max_pool2d"), std::string::npos) << text;
+    ExpectSameBits(g.forward(xi), net->forward(xi), "traced graph");
+  }
+}
+
 TEST(SequentialPoolBeforeRelu, KeptInOrderWhereTheSwapWouldShow) {
   const Tensor x = randn({2, 3, 6, 6});
   {  // a hook on the ReLU sees the full-size activation

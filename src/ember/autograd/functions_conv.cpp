@@ -94,6 +94,32 @@ variable_list conv_formula(FnNode& n, const variable_list& grads) {
   return {da, db, dbias};
 }
 
+// conv2d_max_pool2d (Note [Convolution, then a max-pool] in kernels/cpu/conv.cpp): the
+// fields of a Forward conv_formula node (saved 0 = x, 1 = w; ints = the convolution's
+// geometry) followed by the pool's geometry in ints and its window offsets as saved 2. The
+// weight and bias gradients come straight from the pooled gradient where the kernels take
+// it; otherwise (the input's gradient wanted, a recorded backward) the pooled gradient is
+// scattered back to the convolution's output and conv_formula takes it from there.
+variable_list conv_max_pool_formula(FnNode& n, const variable_list& grads) {
+  const Tensor& g = grads[0];
+  DimVector pool_ints;  // after the convolution's 16
+  for (size_t i = 16; i < n.ints.size(); ++i) pool_ints.push_back(n.ints[i]);
+  const PoolGeometry pool = unpack_pool(pool_ints);
+  if (n.should_compute_output(1) && !GradMode::is_enabled() && g.dtype() == kFloat32) {
+    const bool bias_wanted = n.num_outputs() > 2 && n.should_compute_output(2);
+    if (!n.should_compute_output(0)) {
+      auto [dw, dbias] = ember::conv2d_max_pool2d_weight_bias_grad(n.saved(0), g, n.saved(2), unpack_conv(n.ints),
+                                                                   pool, bias_wanted);
+      if (dw.defined()) return {Tensor(), dw, dbias};
+    } else {
+      auto [dx, dw, dbias] = ember::conv2d_max_pool2d_backward_all(n.saved(0), n.saved(1), g, n.saved(2),
+                                                                   unpack_conv(n.ints), pool, bias_wanted);
+      if (dx.defined()) return {dx, dw, dbias};
+    }
+  }
+  return conv_formula(n, {ember::pool_prim(PoolKind::MaxBackward, g, n.saved(2), pool, {})});
+}
+
 // i0 = kind, ints = geometry, b0 = count_include_pad, i1 = divisor_override; saved 0 =
 // indices (max pooling). The adjoint of each map:
 //   max pooling's scatter <-> gather at the indices; Avg <-> AvgBackward;
@@ -183,6 +209,21 @@ Tensor pool_prim(PoolKind kind, const Tensor& x, const Tensor& indices, const Po
   node->save(indices);
   set_history(out, node);
   return out;
+}
+
+void conv2d_max_pool2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& out,
+                       const Tensor& offsets, const ConvGeometry& g, const PoolGeometry& pg) {
+  const char* name = "ConvolutionMaxPool2DBackward0";
+  auto node = bias.defined() ? make_node(name, conv_max_pool_formula, {&input, &weight, &bias})
+                             : make_node(name, conv_max_pool_formula, {&input, &weight});
+  node->i0 = static_cast<int64_t>(ConvKind::Forward);
+  node->ints = pack(g);
+  for (int64_t v : pack(pg)) node->ints.push_back(v);
+  node->b0 = false;
+  node->save(node->should_compute_output(1) ? input : Tensor());
+  node->save(node->should_compute_output(0) ? weight : Tensor());
+  node->save(offsets);
+  set_history(out, node);
 }
 
 void max_pool2d(const Tensor& input, const Tensor& out, const Tensor& indices, const PoolGeometry& g) {

@@ -14,6 +14,8 @@
 #include "ember/ops/conv_prim.h"
 #include "ember/ops/creation.h"
 #include "ember/ops/join.h"
+#include "ember/ops/pool.h"
+#include "ember/jit/jit.h"
 #include "ember/jit/trace_hook.h"
 #include "ember/kernels/cpu/conv_dnnl.h"
 #include "ember/profiler/record.h"
@@ -141,9 +143,11 @@ void check_inputs(const char* op, const Tensor& input, const Tensor& weight, con
               bias.defined() ? bias.dtype() : input.dtype(), ") should match the input dtype (", input.dtype(), ")");
 }
 
-Tensor convolution(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t spatial,
-                   IntArrayRef stride_arg, IntArrayRef padding_arg, IntArrayRef dilation_arg,
-                   IntArrayRef output_padding_arg, int64_t groups, bool transposed) {
+// Checks a convolution's arguments and works out its geometry (the input may lack the batch
+// dim; the geometry then has a batch of 1).
+ConvGeometry conv_geometry(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias,
+                           int64_t spatial, IntArrayRef stride_arg, IntArrayRef padding_arg, IntArrayRef dilation_arg,
+                           IntArrayRef output_padding_arg, int64_t groups, bool transposed) {
   check_inputs(op, input, weight, bias, spatial);
   const DimVector stride = per_dim(stride_arg, spatial, op, "stride");
   const DimVector padding = per_dim(padding_arg, spatial, op, "padding");
@@ -237,6 +241,16 @@ Tensor convolution(const char* op, const Tensor& input, const Tensor& weight, co
   } else {
     g.in_h = g.out_h = 1;
   }
+  return g;
+}
+
+Tensor convolution(const char* op, const Tensor& input, const Tensor& weight, const Tensor& bias, int64_t spatial,
+                   IntArrayRef stride_arg, IntArrayRef padding_arg, IntArrayRef dilation_arg,
+                   IntArrayRef output_padding_arg, int64_t groups, bool transposed) {
+  const ConvGeometry g = conv_geometry(op, input, weight, bias, spatial, stride_arg, padding_arg, dilation_arg,
+                                       output_padding_arg, groups, transposed);
+  const bool batched = input.dim() == spatial + 2;
+  const Tensor x = batched ? input : input.unsqueeze(0);
 
   // bf16/fp16 tensors go to the primitives as they are (conv_raw picks native bf16 kernels or
   // float32 arithmetic rounded once), so backward saves and produces the low-precision dtype.
@@ -300,6 +314,67 @@ std::tuple<Tensor, Tensor, Tensor> conv_backward_all(const Tensor& x, const Tens
   Tensor dx = empty(xs, dt), dw = empty(ws, dt), db = empty({g.out_channels}, dt);
   kernels::cpu::conv2d_backward(as_4d(dx, xs), as_4d(dw, ws), db, as_4d(x, xs), as_4d(w, ws), as_4d(dy, ys), g);
   return {dx, dw, db};
+}
+
+std::pair<Tensor, Tensor> conv2d_max_pool2d_weight_bias_grad(const Tensor& x, const Tensor& grad_pooled,
+                                                             const Tensor& offsets, const ConvGeometry& g,
+                                                             const kernels::cpu::PoolGeometry& pg, bool bias) {
+  Tensor dw = empty(w_shape(g, false), kFloat32), db = bias ? empty({g.out_channels}, kFloat32) : Tensor();
+  if (!kernels::cpu::conv2d_max_pool2d_weight_grad(dw, db, x.contiguous(), grad_pooled.contiguous(),
+                                                   offsets.contiguous(), g, pg)) {
+    return {};
+  }
+  return {dw, db};
+}
+
+std::tuple<Tensor, Tensor, Tensor> conv2d_max_pool2d_backward_all(const Tensor& x, const Tensor& w,
+                                                                  const Tensor& grad_pooled, const Tensor& offsets,
+                                                                  const ConvGeometry& g,
+                                                                  const kernels::cpu::PoolGeometry& pg, bool bias) {
+  Tensor dx = empty(x_shape(g, false), kFloat32), dw = empty(w_shape(g, false), kFloat32);
+  Tensor db = bias ? empty({g.out_channels}, kFloat32) : Tensor();
+  if (!kernels::cpu::conv2d_max_pool2d_backward(dx, dw, db, x.contiguous(), w.contiguous(), grad_pooled.contiguous(),
+                                                offsets.contiguous(), g, pg)) {
+    return {};
+  }
+  return {dx, dw, db};
+}
+
+Tensor conv2d_max_pool2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+                         IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  const auto composed = [&] {
+    return max_pool2d(conv2d(input, weight, bias, stride, padding, dilation, groups), {2, 2}, {2, 2}, {0, 0}, {1, 1},
+                      false);
+  };
+  // Note [Convolution, then a max-pool] (kernels/cpu/conv.cpp): float32 batches whose
+  // convolution runs on oneDNN or the few-tap kernels. Anything else, and anything that watches each
+  // op (autocast, a trace), takes the two ops.
+  const bool f32 = input.defined() && weight.defined() && input.dtype() == kFloat32 && weight.dtype() == kFloat32 &&
+                   (!bias.defined() || bias.dtype() == kFloat32);
+  if (!f32 || input.dim() != 4 || weight.dim() != 4 || amp::is_autocast_enabled() || jit::is_tracing()) {
+    return composed();
+  }
+  // The argument errors are conv2d's own.
+  const ConvGeometry g = conv_geometry("conv2d", input, weight, bias, 2, stride, padding, dilation, {0}, groups, false);
+  if (!kernels::cpu::conv2d_max_pool2d_takes(g)) return composed();
+  OpScope scope("conv2d", {&input, &weight, &bias});
+  kernels::cpu::PoolGeometry pg;
+  pg.planes = g.batch * g.out_channels;
+  pg.in_h = g.out_h, pg.in_w = g.out_w, pg.out_h = g.out_h / 2, pg.out_w = g.out_w / 2;
+  pg.kernel_h = pg.kernel_w = pg.stride_h = pg.stride_w = 2;
+  const bool grad = autograd::needs_grad(input, weight, bias);
+  Tensor out = empty({g.batch, g.out_channels, pg.out_h, pg.out_w}, kFloat32);
+  const Tensor offsets = grad ? empty(out.sizes(), kUInt8) : Tensor();
+  if (!kernels::cpu::conv2d_max_pool2d_forward(out, offsets, input.contiguous(), weight.contiguous(),
+                                               bias.defined() ? bias.contiguous() : Tensor(), g, pg)) {
+    EMBER_ERROR("[conv2d] internal: the fused convolution and max-pool did not take a case it said it takes");
+  }
+  if (grad) autograd::fn::conv2d_max_pool2d(input, weight, bias, out, offsets, g, pg);
+  if (profiler::is_enabled()) {
+    profiler::annotate({&input, &weight, &bias}, 2 * g.batch * g.out_channels * g.out_h * g.out_w *
+                                                     (weight.size(0) ? weight.numel() / weight.size(0) : 0));
+  }
+  return out;
 }
 
 Tensor conv_prim(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& bias, const ConvGeometry& g,

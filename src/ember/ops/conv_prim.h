@@ -41,6 +41,25 @@ std::pair<Tensor, Tensor> conv_weight_bias_grad(const Tensor& x, const Tensor& d
 std::tuple<Tensor, Tensor, Tensor> conv_backward_all(const Tensor& x, const Tensor& w, const Tensor& dy,
                                                      const kernels::cpu::ConvGeometry& g, bool one_d);
 
+// max_pool2d(conv2d(input, weight, bias, stride, padding, dilation, groups), 2) in one op
+// where the kernels take it (Note [Convolution, then a max-pool] in kernels/cpu/conv.cpp),
+// else the two ops: the same output and gradients, the same bits.
+Tensor conv2d_max_pool2d(const Tensor& input, const Tensor& weight, const Tensor& bias, IntArrayRef stride,
+                         IntArrayRef padding, IntArrayRef dilation, int64_t groups);
+// The weight and (where `bias`) bias gradients of conv2d_max_pool2d's convolution from the
+// pooled gradient and the pool's window offsets, recording no graph; undefined where the
+// kernels do not take the case.
+std::pair<Tensor, Tensor> conv2d_max_pool2d_weight_bias_grad(const Tensor& x, const Tensor& grad_pooled,
+                                                             const Tensor& offsets, const kernels::cpu::ConvGeometry& g,
+                                                             const kernels::cpu::PoolGeometry& pg, bool bias);
+
+// All three gradients (the bias's where `bias`) the same way, where oneDNN takes the
+// convolution; undefined elsewhere.
+std::tuple<Tensor, Tensor, Tensor> conv2d_max_pool2d_backward_all(const Tensor& x, const Tensor& w,
+                                                                  const Tensor& grad_pooled, const Tensor& offsets,
+                                                                  const kernels::cpu::ConvGeometry& g,
+                                                                  const kernels::cpu::PoolGeometry& pg, bool bias);
+
 enum class PoolKind : int64_t { MaxBackward = 0, Avg = 1, AvgBackward = 2, Adaptive = 3, AdaptiveBackward = 4 };
 
 // Pooling settings beyond the geometry.
@@ -63,6 +82,9 @@ Tensor conv_prim(ConvKind kind, const Tensor& a, const Tensor& b, const Tensor& 
                  const kernels::cpu::ConvGeometry& g, bool one_d, PrimForward forward);
 Tensor pool_prim(PoolKind kind, const Tensor& x, const Tensor& indices, const kernels::cpu::PoolGeometry& g,
                  const PoolExtra& extra, PrimForward forward);
+// conv2d_max_pool2d: out and the window offsets computed; records its node on out.
+void conv2d_max_pool2d(const Tensor& input, const Tensor& weight, const Tensor& bias, const Tensor& out,
+                       const Tensor& offsets, const kernels::cpu::ConvGeometry& g, const kernels::cpu::PoolGeometry& pg);
 // max pooling: out and indices computed; records MaxPool2DWithIndicesBackward0 on out.
 void max_pool2d(const Tensor& input, const Tensor& out, const Tensor& indices, const kernels::cpu::PoolGeometry& g);
 

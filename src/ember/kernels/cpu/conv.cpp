@@ -5,6 +5,7 @@
 #include "ember/kernels/cpu/conv_dnnl.h"
 #include "ember/kernels/cpu/one_thread.h"
 #include "ember/kernels/cpu/plane_sum.h"
+#include "ember/kernels/cpu/pool.h"
 
 #include <cblas.h>
 #include <omp.h>
@@ -139,8 +140,8 @@ int64_t image_grain(const ConvGeometry& g) {
 }
 
 // A per-thread scratch buffer that only grows, so that a task does not pay for a fresh
-// (page-faulting) allocation each time.
-template <typename T>
+// (page-faulting) allocation each time; kSlot tells apart buffers used at the same time.
+template <typename T, int kSlot = 0>
 T* scratch(size_t n) {
   thread_local std::vector<T> buffer;
   if (buffer.size() < n) buffer.resize(n);
@@ -235,9 +236,13 @@ constexpr int64_t kWeightChunks = 16;
 // cache, and add the partials in chunk order: the chunks depend only on the shapes, so the
 // result does not depend on the thread count. autograd takes this path when it needs both
 // gradients and records no graph (conv_weight_bias_grad in ops/conv.cpp).
-template <typename T>
-void weight_grad_impl(const Tensor& grad_weight, const Tensor& input, const Tensor& grad_out, const ConvGeometry& g,
-                      const Tensor& grad_bias) {
+//
+// dy_at(n) gives image n's grad_out [out_channels, out_h, out_w], valid until the calling
+// thread's next call: grad_out itself, or one image of it made on the spot (Note
+// [Convolution, then a max-pool]).
+template <typename T, typename DyAt>
+void weight_grad_impl(const Tensor& grad_weight, const Tensor& input, const ConvGeometry& g, const Tensor& grad_bias,
+                      DyAt&& dy_at) {
   const int64_t Cg = g.in_channels / g.groups, Og = g.out_channels / g.groups;
   const int64_t Kg = Cg * g.kernel_h * g.kernel_w, OHW = g.out_h * g.out_w, HW = g.in_h * g.in_w;
   const int64_t K = g.in_channels * g.kernel_h * g.kernel_w;
@@ -245,7 +250,6 @@ void weight_grad_impl(const Tensor& grad_weight, const Tensor& input, const Tens
   const int64_t grain = std::max(ceil_div(g.batch, kWeightChunks), image_grain(g));
   const int64_t chunks = ceil_div(g.batch, grain);
   const T* x = input.data_ptr<T>();
-  const T* dy = grad_out.data_ptr<T>();
   T* dw = grad_weight.data_ptr<T>();
   // Partial sums of chunks 1.. (chunk 0 writes straight into dw).
   Tensor partial_t = chunks > 1 ? empty({chunks - 1, wsize}, input.dtype()) : Tensor();
@@ -258,21 +262,20 @@ void weight_grad_impl(const Tensor& grad_weight, const Tensor& input, const Tens
     T* acc = chunk == 0 ? dw : partial + (chunk - 1) * wsize;
     T* col = direct ? nullptr : scratch<T>(static_cast<size_t>(K * OHW));
     for (int64_t n = begin; n < end; ++n) {
-      if (!bias_part.empty()) {
-        add_plane_sums(bias_part.data() + chunk * g.out_channels, dy + n * g.out_channels * OHW, g.out_channels, OHW);
-      }
+      const T* dyn = dy_at(n);
+      if (!bias_part.empty()) add_plane_sums(bias_part.data() + chunk * g.out_channels, dyn, g.out_channels, OHW);
       const T* xn = x + n * g.in_channels * HW;
       if (!direct) im2col(xn, g.in_channels, g, col, OHW);
       const T* cn = direct ? xn : col;
       if constexpr (std::is_same_v<T, float>) {
         if (few_taps(g)) {  // Note [Few-tap convolutions]
-          conv_few_taps_weight_grad(acc, dy + n * g.out_channels * OHW, cn, g.out_channels, Kg, OHW, n != begin);
+          conv_few_taps_weight_grad(acc, dyn, cn, g.out_channels, Kg, OHW, n != begin);
           continue;
         }
       }
       for (int64_t gi = 0; gi < g.groups; ++gi) {
         // acc_g [Og, Kg] (+)= dy_g [Og, OHW] x col_g^T [OHW, Kg]
-        blas(false, true, Og, Kg, OHW, n == begin ? T(0) : T(1), dy + (n * g.out_channels + gi * Og) * OHW, OHW,
+        blas(false, true, Og, Kg, OHW, n == begin ? T(0) : T(1), dyn + gi * Og * OHW, OHW,
              cn + gi * Kg * OHW, OHW, acc + gi * Og * Kg, Kg);
       }
     }
@@ -367,8 +370,96 @@ void conv2d_weight_grad(const Tensor& grad_weight, const Tensor& input, const Te
         return;
       }
     }
-    weight_grad_impl<T>(grad_weight, input, grad_out, g, grad_bias);
+    const T* dy = grad_out.data_ptr<T>();
+    const int64_t image = g.out_channels * g.out_h * g.out_w;
+    weight_grad_impl<T>(grad_weight, input, g, grad_bias, [&](int64_t n) { return dy + n * image; });
   });
+}
+
+// Note [Convolution, then a max-pool]: a convolution whose output is only max-pooled (a
+// Sequential's Conv2d, then a MaxPool2d of 2x2 windows with stride 2, with or without a
+// ReLU between them: Note [Pool before ReLU] in nn/modules/container.cpp) writes its whole
+// output just for the pool to read it back, and in the backward the pool writes a
+// gradient of that size, three quarters zeros, for the weight gradient to read back. On
+// the main job's first layer (64x1x28x28 -> 64x32x28x28) that is 6.4 MB written and read
+// in each pass. Where the convolution runs on the few-tap kernels (Note [Few-tap
+// convolutions]) the two go image by image instead: one image's convolution goes into a
+// per-thread buffer (100 KB for that layer, in L2) and is pooled from there; in the
+// backward one image's pooled gradient is scattered into such a buffer and the weight and
+// bias gradients read it from there. Each image's work is the unfused ops' own code (the
+// same few-tap kernels, the per-plane pooling of pool.cpp, the chunks and sums of Note
+// [Deterministic weight gradient]), so the output and the gradients are the same bits as
+// conv2d then max_pool2d; only the full-size tensors are never made. The input gradient,
+// where it is wanted, goes the unfused way (autograd scatters the pooled gradient to the
+// full size and runs the convolution's backward on it).
+bool conv2d_max_pool2d_takes(const ConvGeometry& g) {
+  return (dnnl_conv_eligible(g) || few_taps(g)) && g.batch > 0 && g.out_h >= 2 && g.out_w >= 2;
+}
+
+bool conv2d_max_pool2d_forward(const Tensor& out, const Tensor& offsets, const Tensor& input, const Tensor& weight,
+                               const Tensor& bias, const ConvGeometry& g, const PoolGeometry& pg) {
+  if (out.dtype() != kFloat32 || !conv2d_max_pool2d_takes(g) || !max_pool2d_window_offsets(pg)) return false;
+  uint8_t* off = offsets.defined() ? offsets.data_ptr<uint8_t>() : nullptr;
+  if (dnnl_conv_eligible(g)) {
+    if (dnnl_conv_max_pool_forward(out.data_ptr<float>(), off, input.data_ptr<float>(), weight.data_ptr<float>(),
+                                   bias.defined() ? bias.data_ptr<float>() : nullptr, g, pg)) {
+      return true;
+    }
+    // oneDNN has no plan for it after all: the unfused maps, through a full-size output.
+    const Tensor full = empty({g.batch, g.out_channels, g.out_h, g.out_w}, kFloat32);
+    conv2d_forward(full, input, weight, bias, g);
+    max_pool2d_forward(out, offsets, full, pg);
+    return true;
+  }
+  const int64_t K = g.in_channels * g.kernel_h * g.kernel_w, OHW = g.out_h * g.out_w, HW = g.in_h * g.in_w;
+  const int64_t O = g.out_channels, PHW = pg.out_h * pg.out_w;
+  const float* x = input.data_ptr<float>();
+  const float* w = weight.data_ptr<float>();
+  const float* b = bias.defined() ? bias.data_ptr<float>() : nullptr;
+  float* y = out.data_ptr<float>();
+  const bool direct = col_is_input(g);
+  parallel_for(0, g.batch, image_grain(g), [&](int64_t begin, int64_t end) {
+    float* col = direct ? nullptr : scratch<float>(static_cast<size_t>(K * OHW));
+    float* conv = scratch<float, 1>(static_cast<size_t>(O * OHW));
+    for (int64_t n = begin; n < end; ++n) {
+      const float* xn = x + n * g.in_channels * HW;
+      if (!direct) im2col(xn, g.in_channels, g, col, OHW);
+      conv_few_taps_forward(conv, direct ? xn : col, w, b, O, K, OHW);
+      max_pool2d_planes(y + n * O * PHW, off ? off + n * O * PHW : nullptr, conv, pg, O);
+    }
+  });
+  return true;
+}
+
+bool conv2d_max_pool2d_weight_grad(const Tensor& grad_weight, const Tensor& grad_bias, const Tensor& input,
+                                   const Tensor& grad_pooled, const Tensor& offsets, const ConvGeometry& g,
+                                   const PoolGeometry& pg) {
+  if (grad_weight.dtype() != kFloat32 || grad_weight.numel() == 0 || !conv2d_max_pool2d_takes(g) ||
+      dnnl_conv_eligible(g) || !max_pool2d_window_offsets(pg)) {
+    return false;
+  }
+  const int64_t O = g.out_channels, OHW = g.out_h * g.out_w, PHW = pg.out_h * pg.out_w;
+  const float* gp = grad_pooled.data_ptr<float>();
+  const uint8_t* off = offsets.data_ptr<uint8_t>();
+  weight_grad_impl<float>(grad_weight, input, g, grad_bias, [&](int64_t n) -> const float* {
+    float* dy = scratch<float, 1>(static_cast<size_t>(O * OHW));
+    max_pool2d_backward_planes(dy, gp + n * O * PHW, off + n * O * PHW, pg, O);
+    return dy;
+  });
+  return true;
+}
+
+bool conv2d_max_pool2d_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
+                                const Tensor& input, const Tensor& weight, const Tensor& grad_pooled,
+                                const Tensor& offsets, const ConvGeometry& g, const PoolGeometry& pg) {
+  if (grad_input.dtype() != kFloat32 || grad_input.numel() == 0 || grad_weight.numel() == 0 ||
+      !conv2d_max_pool2d_takes(g) || !max_pool2d_window_offsets(pg)) {
+    return false;
+  }
+  return dnnl_conv_max_pool_backward(grad_input.data_ptr<float>(), grad_weight.data_ptr<float>(),
+                                     grad_bias.defined() ? grad_bias.data_ptr<float>() : nullptr,
+                                     input.data_ptr<float>(), weight.data_ptr<float>(), grad_pooled.data_ptr<float>(),
+                                     offsets.data_ptr<uint8_t>(), g, pg);
 }
 
 void conv2d_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,

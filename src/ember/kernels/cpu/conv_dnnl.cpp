@@ -42,6 +42,7 @@
 #include "ember/kernels/cpu/gemm_lowp.h"
 #include "ember/kernels/cpu/one_thread.h"
 #include "ember/kernels/cpu/plane_sum.h"
+#include "ember/kernels/cpu/pool.h"
 
 namespace ember::kernels::cpu {
 
@@ -129,6 +130,9 @@ class Buffer {
 struct ThreadState {
   std::optional<dnnl::stream> stream;
   Buffer in1, in2, out, scratch;
+  // One chunk's whole convolution output, or its gradient, in the user's layout, where a
+  // max-pool reads it (Note [Convolution, then a max-pool] in conv.cpp).
+  Buffer unpooled;
   dnnl::stream& get_stream() {
     if (!stream) stream.emplace(cpu_engine());
     return *stream;
@@ -368,6 +372,21 @@ void for_each_chunk(int64_t chunks, F&& fn) {
   });
 }
 
+// A 2x2 / stride-2 max-pool of a convolution's output (Note [Convolution, then a max-pool]
+// in conv.cpp): pooled [batch, out_channels, g.out_h / 2, g.out_w / 2] and the window
+// offsets (uint8, may be null) of the forward, or the pooled gradient and those offsets
+// in the backward. pg: the pool on one plane.
+struct PooledOut {
+  float* pooled;
+  uint8_t* offsets;
+  const PoolGeometry& pg;
+};
+struct PooledGrad {
+  const float* grad;
+  const uint8_t* offsets;
+  const PoolGeometry& pg;
+};
+
 // Runs `kind` over the batch in chunks. in1/in2 point at the batch's first image; out is
 // written per chunk (Forward/Input: the chunk's images; Weight: row c of [chunks, weight]).
 // w: the weight in OIHW (Forward/Input). Sizes count elements of dt (Weight's out: floats).
@@ -384,6 +403,9 @@ struct ChunkRun {
   void* out;
   int64_t out_image;  // elements per image of out (Forward/Input); per chunk for Weight
   WeightGradParts* parts = nullptr;  // Weight, float32: takes each chunk's bias sums
+  // Forward, float32: where set, each chunk's output goes to a per-thread buffer and is
+  // max-pooled from there into pooled (and the window offsets, unless null); out unused.
+  const PooledOut* pool = nullptr;
 };
 
 size_t elem_size(DT dt) { return dt == DT::f32 ? 4 : 2; }
@@ -420,15 +442,15 @@ bool run_chunks(const ChunkRun& r) {
       in1 = memory(p.in1_conv, eng, ts.in1.get(p.in1_conv.get_size()));
       run_reorder(p.r_in1, s, in1_user, in1, scratch);
     }
-    void* out_ptr = r.kind == Kind::Weight ? at(r.out, c * r.out_image, DT::f32) : at(r.out, n0 * r.out_image, r.dt);
+    const int64_t images = c == chunks - 1 ? g.batch - n0 : mb;
+    void* out_ptr = r.kind == Kind::Weight ? at(r.out, c * r.out_image, DT::f32)
+                    : r.pool ? ts.unpooled.get(static_cast<size_t>(images * r.out_image) * sizeof(float))
+                             : at(r.out, n0 * r.out_image, r.dt);
     const memory out_user(p.out_user, eng, out_ptr);
     const memory out = p.r_out.identity ? out_user : memory(p.out_conv, eng, ts.out.get(p.out_conv.get_size()));
     std::unordered_map<int, memory> args{{p.arg_in1, in1}, {p.arg_out, out}, {DNNL_ARG_SCRATCHPAD, scratch}};
     if (r.kind == Kind::Weight) {
-      if (r.parts) {
-        r.parts->add_bias(c, static_cast<const float*>(r.in2) + n0 * r.in2_image,
-                          c == chunks - 1 ? g.batch - n0 : mb);
-      }
+      if (r.parts) r.parts->add_bias(c, static_cast<const float*>(r.in2) + n0 * r.in2_image, images);
       const memory in2_user(p.in2_user, eng, at(r.in2, n0 * r.in2_image, r.dt));
       memory in2 = in2_user;
       if (!p.r_in2.identity) {
@@ -445,6 +467,13 @@ bool run_chunks(const ChunkRun& r) {
     }
     p.conv.execute(s, args);
     if (!p.r_out.identity) run_reorder(p.r_out, s, out, out_user, scratch);
+    if (r.pool) {  // Note [Convolution, then a max-pool] (conv.cpp)
+      s.wait();
+      const int64_t pooled_image = g.out_channels * r.pool->pg.out_h * r.pool->pg.out_w;
+      max_pool2d_planes(r.pool->pooled + n0 * pooled_image,
+                        r.pool->offsets ? r.pool->offsets + n0 * pooled_image : nullptr,
+                        static_cast<const float*>(out_ptr), r.pool->pg, images * g.out_channels);
+    }
   });
   return true;
 }
@@ -452,6 +481,7 @@ bool run_chunks(const ChunkRun& r) {
 }  // namespace
 
 bool dnnl_conv_enabled() { return enabled_flag().load(std::memory_order_relaxed); }
+bool dnnl_conv_eligible(const ConvGeometry& g) { return dnnl_conv_enabled() && eligible(g); }
 void set_dnnl_conv_enabled(bool enabled) { enabled_flag().store(enabled, std::memory_order_relaxed); }
 bool dnnl_winograd_enabled() { return winograd_flag().load(std::memory_order_relaxed); }
 void set_dnnl_winograd_enabled(bool enabled) { winograd_flag().store(enabled, std::memory_order_relaxed); }
@@ -489,8 +519,11 @@ bool run_weight_grad(DT dt, float* dw, const void* x, const void* dy, const Conv
 // and read from memory three times. Chunks, plans and the chunk-order sums of dw and the bias
 // are those of the separate calls, so the results are the same bits. Returns false, having
 // done nothing, where the two maps want dy in different layouts or oneDNN does not take them.
+//
+// With `pool`, dy is not given: each chunk's dy is the pool's backward of its images' pooled
+// gradient, made in a per-thread buffer (Note [Convolution, then a max-pool] in conv.cpp).
 bool run_backward(float* dx, float* dw, float* dbias, const float* x, const float* w, const float* dy,
-                  const ConvGeometry& g) {
+                  const ConvGeometry& g, const PooledGrad* pool = nullptr) {
   const DT dt = DT::f32;
   const int64_t mb = ceil_div(g.batch, kChunks);
   const int64_t chunks = ceil_div(g.batch, mb);
@@ -510,7 +543,14 @@ bool run_backward(float* dx, float* dw, float* dbias, const float* x, const floa
     const Plan& pi = c == chunks - 1 ? *in_tail : *in_full;
     const Plan& pw = c == chunks - 1 ? *w_tail : *w_full;
     const int64_t n0 = c * mb, images = c == chunks - 1 ? g.batch - n0 : mb;
-    const float* dy_c = dy + n0 * y_image;
+    const float* dy_c = dy ? dy + n0 * y_image : nullptr;
+    if (pool) {
+      float* unpooled = static_cast<float*>(ts.unpooled.get(static_cast<size_t>(images * y_image) * sizeof(float)));
+      const int64_t pooled_image = g.out_channels * pool->pg.out_h * pool->pg.out_w;
+      max_pool2d_backward_planes(unpooled, pool->grad + n0 * pooled_image, pool->offsets + n0 * pooled_image,
+                                 pool->pg, images * g.out_channels);
+      dy_c = unpooled;
+    }
     parts.add_bias(c, dy_c, images);
     void* scratch_ptr = ts.scratch.get(std::max<size_t>({pi.scratch_bytes, pw.scratch_bytes, 1}));
     const memory scratch_i(pi.scratch_md, eng, scratch_ptr), scratch_w(pw.scratch_md, eng, scratch_ptr);
@@ -550,6 +590,24 @@ bool dnnl_conv_backward(float* dx, float* dw, float* dbias, const float* x, cons
                         const ConvGeometry& g) {
   if (!dnnl_conv_enabled() || !eligible(g)) return false;
   return run_backward(dx, dw, dbias, x, w, dy, g);
+}
+
+bool dnnl_conv_max_pool_forward(float* pooled, uint8_t* offsets, const float* x, const float* w, const float* bias,
+                                const ConvGeometry& g, const PoolGeometry& pg) {
+  if (!dnnl_conv_eligible(g)) return false;
+  const PooledOut pool{pooled, offsets, pg};
+  ChunkRun r{Kind::Forward, g, DT::f32, x, g.in_channels * g.in_h * g.in_w, nullptr, 0, w, bias, nullptr,
+             g.out_channels * g.out_h * g.out_w};
+  r.pool = &pool;
+  return run_chunks(r);
+}
+
+bool dnnl_conv_max_pool_backward(float* dx, float* dw, float* dbias, const float* x, const float* w,
+                                 const float* grad_pooled, const uint8_t* offsets, const ConvGeometry& g,
+                                 const PoolGeometry& pg) {
+  if (!dnnl_conv_eligible(g)) return false;
+  const PooledGrad pool{grad_pooled, offsets, pg};
+  return run_backward(dx, dw, dbias, x, w, nullptr, g, &pool);
 }
 
 bool dnnl_conv_forward(float* y, const float* x, const float* w, const float* bias, const ConvGeometry& g) {

@@ -5,6 +5,7 @@
 // done nothing, when oneDNN does not take the case; the caller then uses im2col + BLAS.
 
 #include "ember/kernels/cpu/conv.h"
+#include "ember/kernels/cpu/pool.h"
 
 namespace ember::kernels::cpu {
 
@@ -33,6 +34,17 @@ bool dnnl_conv_lowp_weight_grad(DType dt, float* dw, const void* x, const void* 
 
 // Whether the oneDNN path is used at all (default: yes, unless the environment variable
 // EMBER_CONV_IMPL is "im2col"). Tests switch it to compare the two paths.
+// conv2d_max_pool2d's forward and its backward with all three gradients (Note [Convolution,
+// then a max-pool] in conv.cpp) on oneDNN: the chunks, plans and sums of dnnl_conv_forward
+// and dnnl_conv_backward, each chunk's full-size output (or gradient) only in a per-thread
+// buffer; the same bits as those followed (preceded) by the pool. pg: the pool on one plane.
+bool dnnl_conv_max_pool_forward(float* pooled, uint8_t* offsets, const float* x, const float* w, const float* bias,
+                                const ConvGeometry& g, const PoolGeometry& pg);
+bool dnnl_conv_max_pool_backward(float* dx, float* dw, float* dbias, const float* x, const float* w,
+                                 const float* grad_pooled, const uint8_t* offsets, const ConvGeometry& g,
+                                 const PoolGeometry& pg);
+// Whether the float32 maps above take g at all (enabled, and a shape they handle).
+bool dnnl_conv_eligible(const ConvGeometry& g);
 bool dnnl_conv_enabled();
 void set_dnnl_conv_enabled(bool enabled);
 

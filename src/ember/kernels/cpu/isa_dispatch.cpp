@@ -137,6 +137,12 @@ EMBER_ISA_DISPATCH(layer_norm_backward,
 EMBER_ISA_DISPATCH(max_pool2d_forward,
                    (const Tensor& out, const Tensor& indices, const Tensor& input, const PoolGeometry& g),
                    (out, indices, input, g))
+EMBER_ISA_DISPATCH(max_pool2d_planes,
+                   (float* y, uint8_t* offsets, const float* x, const PoolGeometry& g, int64_t planes),
+                   (y, offsets, x, g, planes))
+EMBER_ISA_DISPATCH(max_pool2d_backward_planes,
+                   (float* dx, const float* dy, const uint8_t* offsets, const PoolGeometry& g, int64_t planes),
+                   (dx, dy, offsets, g, planes))
 EMBER_ISA_DISPATCH(max_pool2d_backward,
                    (const Tensor& grad_input, const Tensor& grad_out, const Tensor& indices, const PoolGeometry& g),
                    (grad_input, grad_out, indices, g))

@@ -368,7 +368,39 @@ AvgWindow avg_window(const PoolGeometry& g, int64_t oh, int64_t ow, bool count_i
 int64_t adaptive_start(int64_t o, int64_t in, int64_t out) { return (o * in) / out; }
 int64_t adaptive_end(int64_t o, int64_t in, int64_t out) { return ((o + 1) * in + out - 1) / out; }
 
+// One plane of max_pool2d_backward with window offsets (Note [Max-pool window offsets]).
+template <typename T>
+void max_pool_backward_plane_offsets(T* d, const T* s, const uint8_t* op, const PoolGeometry& g) {
+#if defined(__AVX512F__) && defined(__AVX512VL__) && defined(__AVX512BW__)
+  if constexpr (std::is_same_v<T, float>) {
+    if (max_pool_2x2_backward_plane_avx512<true>(d, s, op, g)) return;
+  }
+#endif
+  std::fill(d, d + g.in_h * g.in_w, T(0));
+  for (int64_t oh = 0; oh < g.out_h; ++oh) {
+    for (int64_t ow = 0; ow < g.out_w; ++ow) {
+      const int c = op[oh * g.out_w + ow] & 3;
+      d[(2 * oh + (c >> 1)) * g.in_w + 2 * ow + (c & 1)] = s[oh * g.out_w + ow];
+    }
+  }
+}
+
 }  // namespace
+
+void max_pool2d_planes(float* y, uint8_t* offsets, const float* x, const PoolGeometry& g, int64_t planes) {
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  for (int64_t p = 0; p < planes; ++p) {
+    max_pool_plane(x + p * in_plane, y + p * out_plane, nullptr, offsets ? offsets + p * out_plane : nullptr, g);
+  }
+}
+
+void max_pool2d_backward_planes(float* dx, const float* dy, const uint8_t* offsets, const PoolGeometry& g,
+                                int64_t planes) {
+  const int64_t in_plane = g.in_h * g.in_w, out_plane = g.out_h * g.out_w;
+  for (int64_t p = 0; p < planes; ++p) {
+    max_pool_backward_plane_offsets(dx + p * in_plane, dy + p * out_plane, offsets + p * out_plane, g);
+  }
+}
 
 void max_pool2d_forward(const Tensor& out, const Tensor& indices, const Tensor& input, const PoolGeometry& g) {
   if (out.numel() == 0) return;
@@ -406,19 +438,7 @@ void max_pool2d_backward(const Tensor& grad_input, const Tensor& grad_out, const
         T* d = dx + p * in_plane;
         const T* s = dy + p * out_plane;
         if (offsets) {
-          const uint8_t* op = indices.data_ptr<uint8_t>() + p * out_plane;
-#if defined(__AVX512F__) && defined(__AVX512VL__) && defined(__AVX512BW__)
-          if constexpr (std::is_same_v<T, float>) {
-            if (max_pool_2x2_backward_plane_avx512<true>(d, s, op, g)) continue;
-          }
-#endif
-          std::fill(d, d + in_plane, T(0));
-          for (int64_t oh = 0; oh < g.out_h; ++oh) {
-            for (int64_t ow = 0; ow < g.out_w; ++ow) {
-              const int c = op[oh * g.out_w + ow] & 3;
-              d[(2 * oh + (c >> 1)) * g.in_w + 2 * ow + (c & 1)] = s[oh * g.out_w + ow];
-            }
-          }
+          max_pool_backward_plane_offsets(d, s, indices.data_ptr<uint8_t>() + p * out_plane, g);
           continue;
         }
         const int64_t* ip = indices.data_ptr<int64_t>() + p * out_plane;

@@ -25,6 +25,14 @@ inline bool max_pool2d_window_offsets(const PoolGeometry& g) {
   return g.kernel_h == 2 && g.kernel_w == 2 && g.stride_h == 2 && g.stride_w == 2 && g.pad_h == 0 && g.pad_w == 0 &&
          g.dil_h == 1 && g.dil_w == 1 && 2 * g.out_h <= g.in_h && 2 * g.out_w <= g.in_w;
 }
+// The same maps on `planes` consecutive float32 planes held by the caller, on the calling
+// thread, for 2x2 windows with stride 2 (max_pool2d_window_offsets): the forward writes the
+// maxima and, unless offsets is null, their window offsets; the backward overwrites dx.
+// The per-plane code of max_pool2d_forward / max_pool2d_backward, so the same bits (used
+// by Note [Convolution, then a max-pool] in conv.cpp).
+void max_pool2d_planes(float* y, uint8_t* offsets, const float* x, const PoolGeometry& g, int64_t planes);
+void max_pool2d_backward_planes(float* dx, const float* dy, const uint8_t* offsets, const PoolGeometry& g,
+                                int64_t planes);
 // grad_input (overwritten) = grad_out scattered to the positions in indices (either form).
 void max_pool2d_backward(const Tensor& grad_input, const Tensor& grad_out, const Tensor& indices,
                          const PoolGeometry& g);

@@ -1,11 +1,14 @@
 #include "ember/nn/modules/container.h"
 
+#include <algorithm>
 #include <typeinfo>
 
 #include "ember/core/check.h"
 #include "ember/jit/jit.h"
 #include "ember/nn/modules/activation.h"
+#include "ember/nn/modules/conv.h"
 #include "ember/nn/modules/pooling.h"
+#include "ember/ops/conv_prim.h"
 
 namespace ember::nn {
 
@@ -56,10 +59,35 @@ bool SequentialImpl::pool_before_relu(size_t i) const {
   return !jit::is_tracing();
 }
 
+bool SequentialImpl::conv_then_pool(size_t i) const {
+  if (i + 1 >= modules_.size() || !any_[i].is_empty() || typeid(*modules_[i]) != typeid(Conv2dImpl)) return false;
+  const size_t p = pool_before_relu(i + 1) ? i + 2 : i + 1;
+  if (p >= modules_.size() || !any_[p].is_empty() || typeid(*modules_[p]) != typeid(MaxPool2dImpl)) return false;
+  const auto& conv = static_cast<const Conv2dImpl&>(*modules_[i]);
+  const auto& pool = static_cast<const MaxPool2dImpl&>(*modules_[p]);
+  if (conv.has_hooks() || pool.has_hooks() || jit::is_tracing()) return false;
+  if (conv.options.padding_mode() != "zeros" || !conv.options.padding_str().empty()) return false;
+  const auto all_are = [](const DimVector& v, int64_t value) {
+    return !v.empty() && std::all_of(v.begin(), v.end(), [&](int64_t e) { return e == value; });
+  };
+  const MaxPool2dOptions& o = pool.options;
+  return all_are(o.kernel_size(), 2) && (o.stride().empty() || all_are(o.stride(), 2)) && all_are(o.padding(), 0) &&
+         all_are(o.dilation(), 1) && !o.ceil_mode();
+}
+
 Tensor SequentialImpl::forward(const Tensor& input) {
   check_not_empty();
   Tensor x = input;
   for (size_t i = 0; i < modules_.size(); ++i) {
+    if (conv_then_pool(i)) {  // Note [Convolution, then a max-pool] (kernels/cpu/conv.cpp)
+      const auto& conv = static_cast<const Conv2dImpl&>(*modules_[i]);
+      const auto& o = conv.options;
+      const bool relu = pool_before_relu(i + 1);
+      x = conv2d_max_pool2d(x, conv.weight, conv.bias, o.stride(), o.padding(), o.dilation(), o.groups());
+      if (relu) x = (*modules_[i + 1])(x);  // the ReLU, after the pool (Note [Pool before ReLU])
+      i += relu ? 2 : 1;
+      continue;
+    }
     if (pool_before_relu(i)) {  // Note [Pool before ReLU]
       x = (*modules_[i])((*modules_[i + 1])(x));
       ++i;
