@@ -148,6 +148,25 @@ T* scratch(size_t n) {
   return buffer.data();
 }
 
+// The few-tap forward (Note [Few-tap convolutions]; groups == 1) image by image: image n's
+// output is written at out_at(n), then done(n, that pointer) runs on the same thread.
+template <typename OutAt, typename Done>
+void few_taps_forward_images(const float* x, const float* w, const float* b, const ConvGeometry& g, OutAt&& out_at,
+                             Done&& done) {
+  const int64_t K = g.in_channels * g.kernel_h * g.kernel_w, OHW = g.out_h * g.out_w, HW = g.in_h * g.in_w;
+  const bool direct = col_is_input(g);
+  parallel_for(0, g.batch, image_grain(g), [&](int64_t begin, int64_t end) {
+    float* col = direct ? nullptr : scratch<float>(static_cast<size_t>(K * OHW));
+    for (int64_t n = begin; n < end; ++n) {
+      const float* xn = x + n * g.in_channels * HW;
+      if (!direct) im2col(xn, g.in_channels, g, col, OHW);
+      float* yn = out_at(n);
+      conv_few_taps_forward(yn, direct ? xn : col, w, b, g.out_channels, K, OHW);
+      done(n, yn);
+    }
+  });
+}
+
 template <typename T>
 void forward_impl(const Tensor& out, const Tensor& input, const Tensor& weight, const Tensor& bias,
                   const ConvGeometry& g) {
@@ -160,14 +179,8 @@ void forward_impl(const Tensor& out, const Tensor& input, const Tensor& weight, 
   const bool direct = col_is_input(g);
   if constexpr (std::is_same_v<T, float>) {
     if (few_taps(g)) {  // Note [Few-tap convolutions]
-      parallel_for(0, g.batch, image_grain(g), [&](int64_t begin, int64_t end) {
-        T* col = direct ? nullptr : scratch<T>(static_cast<size_t>(Kg * OHW));
-        for (int64_t n = begin; n < end; ++n) {
-          const T* xn = x + n * g.in_channels * HW;
-          if (!direct) im2col(xn, Cg, g, col, OHW);
-          conv_few_taps_forward(y + n * g.out_channels * OHW, direct ? xn : col, w, b, g.out_channels, Kg, OHW);
-        }
-      });
+      few_taps_forward_images(
+          x, w, b, g, [&](int64_t n) { return y + n * g.out_channels * OHW; }, [](int64_t, const float*) {});
       return;
     }
   }
@@ -411,23 +424,14 @@ bool conv2d_max_pool2d_forward(const Tensor& out, const Tensor& offsets, const T
     max_pool2d_forward(out, offsets, full, pg);
     return true;
   }
-  const int64_t K = g.in_channels * g.kernel_h * g.kernel_w, OHW = g.out_h * g.out_w, HW = g.in_h * g.in_w;
-  const int64_t O = g.out_channels, PHW = pg.out_h * pg.out_w;
-  const float* x = input.data_ptr<float>();
-  const float* w = weight.data_ptr<float>();
-  const float* b = bias.defined() ? bias.data_ptr<float>() : nullptr;
+  const int64_t O = g.out_channels, OHW = g.out_h * g.out_w, PHW = pg.out_h * pg.out_w;
   float* y = out.data_ptr<float>();
-  const bool direct = col_is_input(g);
-  parallel_for(0, g.batch, image_grain(g), [&](int64_t begin, int64_t end) {
-    float* col = direct ? nullptr : scratch<float>(static_cast<size_t>(K * OHW));
-    float* conv = scratch<float, 1>(static_cast<size_t>(O * OHW));
-    for (int64_t n = begin; n < end; ++n) {
-      const float* xn = x + n * g.in_channels * HW;
-      if (!direct) im2col(xn, g.in_channels, g, col, OHW);
-      conv_few_taps_forward(conv, direct ? xn : col, w, b, O, K, OHW);
-      max_pool2d_planes(y + n * O * PHW, off ? off + n * O * PHW : nullptr, conv, pg, O);
-    }
-  });
+  few_taps_forward_images(
+      input.data_ptr<float>(), weight.data_ptr<float>(), bias.defined() ? bias.data_ptr<float>() : nullptr, g,
+      [&](int64_t) { return scratch<float, 1>(static_cast<size_t>(O * OHW)); },
+      [&](int64_t n, const float* conv) {
+        max_pool2d_planes(y + n * O * PHW, off ? off + n * O * PHW : nullptr, conv, pg, O);
+      });
   return true;
 }
 

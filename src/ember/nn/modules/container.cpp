@@ -59,33 +59,33 @@ bool SequentialImpl::pool_before_relu(size_t i) const {
   return !jit::is_tracing();
 }
 
-bool SequentialImpl::conv_then_pool(size_t i) const {
-  if (i + 1 >= modules_.size() || !any_[i].is_empty() || typeid(*modules_[i]) != typeid(Conv2dImpl)) return false;
+size_t SequentialImpl::conv_then_pool(size_t i) const {
+  if (i + 1 >= modules_.size() || !any_[i].is_empty() || typeid(*modules_[i]) != typeid(Conv2dImpl)) return 0;
   const size_t p = pool_before_relu(i + 1) ? i + 2 : i + 1;
-  if (p >= modules_.size() || !any_[p].is_empty() || typeid(*modules_[p]) != typeid(MaxPool2dImpl)) return false;
+  if (p >= modules_.size() || !any_[p].is_empty() || typeid(*modules_[p]) != typeid(MaxPool2dImpl)) return 0;
   const auto& conv = static_cast<const Conv2dImpl&>(*modules_[i]);
   const auto& pool = static_cast<const MaxPool2dImpl&>(*modules_[p]);
-  if (conv.has_hooks() || pool.has_hooks() || jit::is_tracing()) return false;
-  if (conv.options.padding_mode() != "zeros" || !conv.options.padding_str().empty()) return false;
+  if (conv.has_hooks() || pool.has_hooks() || jit::is_tracing()) return 0;
+  if (conv.options.padding_mode() != "zeros" || !conv.options.padding_str().empty()) return 0;
   const auto all_are = [](const DimVector& v, int64_t value) {
     return !v.empty() && std::all_of(v.begin(), v.end(), [&](int64_t e) { return e == value; });
   };
   const MaxPool2dOptions& o = pool.options;
-  return all_are(o.kernel_size(), 2) && (o.stride().empty() || all_are(o.stride(), 2)) && all_are(o.padding(), 0) &&
-         all_are(o.dilation(), 1) && !o.ceil_mode();
+  const bool two_by_two = all_are(o.kernel_size(), 2) && (o.stride().empty() || all_are(o.stride(), 2)) &&
+                          all_are(o.padding(), 0) && all_are(o.dilation(), 1) && !o.ceil_mode();
+  return two_by_two ? p : 0;
 }
 
 Tensor SequentialImpl::forward(const Tensor& input) {
   check_not_empty();
   Tensor x = input;
   for (size_t i = 0; i < modules_.size(); ++i) {
-    if (conv_then_pool(i)) {  // Note [Convolution, then a max-pool] (kernels/cpu/conv.cpp)
+    if (const size_t pool = conv_then_pool(i)) {  // Note [Convolution, then a max-pool] (kernels/cpu/conv.cpp)
       const auto& conv = static_cast<const Conv2dImpl&>(*modules_[i]);
       const auto& o = conv.options;
-      const bool relu = pool_before_relu(i + 1);
       x = conv2d_max_pool2d(x, conv.weight, conv.bias, o.stride(), o.padding(), o.dilation(), o.groups());
-      if (relu) x = (*modules_[i + 1])(x);  // the ReLU, after the pool (Note [Pool before ReLU])
-      i += relu ? 2 : 1;
+      if (pool == i + 2) x = (*modules_[i + 1])(x);  // the ReLU, after the pool (Note [Pool before ReLU])
+      i = pool;
       continue;
     }
     if (pool_before_relu(i)) {  // Note [Pool before ReLU]

@@ -135,10 +135,11 @@ class SequentialImpl : public Module {
   // Whether children i, i + 1 are a ReLU and a MaxPool2d that forward may swap (Note [Pool
   // before ReLU] in container.cpp).
   bool pool_before_relu(size_t i) const;
-  // Whether child i is a Conv2d whose output only a 2x2 / stride-2 MaxPool2d reads (child
+  // Where child i is a Conv2d whose output only a 2x2 / stride-2 MaxPool2d reads (child
   // i + 1, or i + 2 after a ReLU that pool_before_relu(i + 1) allows), so forward may run
-  // the two as one op (Note [Convolution, then a max-pool] in kernels/cpu/conv.cpp).
-  bool conv_then_pool(size_t i) const;
+  // the two as one op (Note [Convolution, then a max-pool] in kernels/cpu/conv.cpp): the
+  // pool's index; 0 otherwise.
+  size_t conv_then_pool(size_t i) const;
   // Child i on one value (the previous child's output), or several for the first.
   AnyValue forward_child(size_t i, AnyValue&& value);
   template <typename... V>
