@@ -285,6 +285,30 @@ TEST(SequentialConvThenPool, DoubleBackward) {
   ExpectSameBits(w1, conv->weight.grad(), "weight gradient of the gradient norm");
 }
 
+// Bad input through the fused pair raises the errors of the ops the modules call.
+TEST(SequentialConvThenPool, ErrorsAreTheModulesOwn) {
+  Sequential net(Conv2d(Conv2dOptions(1, 4, 3)), ReLU(), MaxPool2d(MaxPool2dOptions(2)));
+  auto message = [&](const Tensor& x) -> std::string {
+    try {
+      net->forward(x);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  const std::string channels = message(randn({2, 3, 8, 8}));
+  EXPECT_NE(channels.find("[conv2d]"), std::string::npos) << channels;
+  EXPECT_NE(channels.find("to have 1 channels"), std::string::npos) << channels;
+  const std::string small = message(randn({2, 1, 3, 3}));  // a 1x1 convolution output
+  EXPECT_NE(small.find("[max_pool2d]"), std::string::npos) << small;
+  EXPECT_NE(small.find("too small"), std::string::npos) << small;
+  const std::string integers = message(ones({2, 1, 8, 8}, TensorOptions(kInt64)));
+  EXPECT_NE(integers.find("[conv2d]"), std::string::npos) << integers;
+  EXPECT_NE(integers.find("floating-point"), std::string::npos) << integers;
+  // An unbatched image takes the modules one by one and works.
+  EXPECT_EQ(Sizes(net->forward(randn({1, 8, 8}))), (I64{4, 3, 3}));
+}
+
 // Where the fusion would show, or the kernels do not take the case, Sequential runs the
 // modules as they are.
 TEST(SequentialConvThenPool, LeftAloneWhereItWouldShow) {
