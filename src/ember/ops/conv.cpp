@@ -347,8 +347,8 @@ Tensor conv2d_max_pool2d(const Tensor& input, const Tensor& weight, const Tensor
                       false);
   };
   // Note [Convolution, then a max-pool] (kernels/cpu/conv.cpp): float32 batches whose
-  // convolution runs on oneDNN or the few-tap kernels. Anything else, and anything that watches each
-  // op (autocast, a trace), takes the two ops.
+  // convolution runs on oneDNN or the few-tap kernels. Anything else, and anything that
+  // watches each op (autocast, a trace), takes the two ops.
   const bool f32 = input.defined() && weight.defined() && input.dtype() == kFloat32 && weight.dtype() == kFloat32 &&
                    (!bias.defined() || bias.dtype() == kFloat32);
   if (!f32 || input.dim() != 4 || weight.dim() != 4 || amp::is_autocast_enabled() || jit::is_tracing()) {
