@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "ember/core/tensor.h"
+#include "ember/kernels/cpu/pool.h"
 
 namespace ember::kernels::cpu {
 
@@ -42,25 +43,25 @@ void conv2d_weight_grad(const Tensor& grad_weight, const Tensor& input, const Te
 void conv2d_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
                      const Tensor& input, const Tensor& weight, const Tensor& grad_out, const ConvGeometry& g);
 
-// A convolution and a 2x2 / stride-2 max-pool of its output (pg: the pool's geometry on
-// one image's output), image by image (Note [Convolution, then a max-pool] in conv.cpp),
-// where conv2d_max_pool2d_takes(g); float32. The forward writes the pooled output and,
-// unless `offsets` is undefined, the pool's window offsets (uint8, Note [Max-pool window
-// offsets]); pg.planes counts the planes of the whole batch. The weight gradient
-// (grad_bias may be undefined) takes the pooled gradient and those offsets, where the
-// convolution runs on the few-tap kernels. Both return false, having done nothing, where they do not take the
-// case. The same bits as the unfused maps.
+// A convolution and a 2x2 / stride-2 max-pool of its output, chunk by chunk (oneDNN) or
+// image by image (few-tap kernels), where conv2d_max_pool2d_takes(g); float32 (Note
+// [Convolution, then a max-pool] in conv.cpp). pg: the pool's geometry, pg.planes counting
+// the planes of the whole batch. The forward writes the pooled output and, unless `offsets`
+// is undefined, the pool's window offsets (uint8, Note [Max-pool window offsets]). The
+// weight gradient (grad_bias may be undefined) takes the pooled gradient and those offsets
+// where the few-tap kernels run the convolution. Each returns false, having done nothing,
+// where it does not take the case; the results are the unfused maps' bits.
 bool conv2d_max_pool2d_takes(const ConvGeometry& g);
 bool conv2d_max_pool2d_forward(const Tensor& out, const Tensor& offsets, const Tensor& input, const Tensor& weight,
-                               const Tensor& bias, const ConvGeometry& g, const struct PoolGeometry& pg);
+                               const Tensor& bias, const ConvGeometry& g, const PoolGeometry& pg);
 bool conv2d_max_pool2d_weight_grad(const Tensor& grad_weight, const Tensor& grad_bias, const Tensor& input,
                                    const Tensor& grad_pooled, const Tensor& offsets, const ConvGeometry& g,
-                                   const struct PoolGeometry& pg);
+                                   const PoolGeometry& pg);
 // All three gradients (grad_bias may be undefined) from the pooled gradient, where oneDNN
 // takes the convolution; false, having done nothing, elsewhere.
 bool conv2d_max_pool2d_backward(const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias,
                                 const Tensor& input, const Tensor& weight, const Tensor& grad_pooled,
-                                const Tensor& offsets, const ConvGeometry& g, const struct PoolGeometry& pg);
+                                const Tensor& offsets, const ConvGeometry& g, const PoolGeometry& pg);
 
 // Note [Few-tap convolutions]: when an output value reads few inputs (K = in_channels /
 // groups * kernel_h * kernel_w <= kFewTaps, e.g. the first layer on a 1- or 3-channel
